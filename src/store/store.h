@@ -1,0 +1,91 @@
+/* store.h -- the one seam to the database.
+ *
+ * A `store` is one connection, owned by one thread at a time. Two backends
+ * behind the same calls: SQLite (embedded default, WAL) and PostgreSQL
+ * (libpq). SQL is written once in the portable subset both understand, with
+ * PostgreSQL-style numbered parameters ($1, $2, ...); the SQLite backend
+ * rewrites them to ?1, ?2. Values are only ever bound, never spliced into SQL.
+ *
+ * Portable conventions the schema follows: ids are BIGINT, times are BIGINT
+ * milliseconds since the Unix epoch (UTC), booleans are INTEGER 0/1, text is
+ * UTF-8. Both backends accept INSERT ... ON CONFLICT and RETURNING.
+ *
+ * Usage:
+ *     store_stmt *st = store_prepare(s, "SELECT name FROM users WHERE id = $1");
+ *     store_bind_int64(st, 1, id);
+ *     while ((rc = store_step(st)) == STORE_ROW) use(store_col_text(st, 0));
+ *     store_reset(st);            // ready for new bindings; keep it cached
+ * Statements are cached per connection by their SQL text, so handlers may
+ * call store_prepare on every request cheaply.
+ */
+#ifndef CHIME_STORE_H
+#define CHIME_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct store store;
+typedef struct store_stmt store_stmt;
+
+typedef enum store_backend { STORE_SQLITE, STORE_PG } store_backend;
+
+/* Results. Everything below 0 is an error; store_errmsg says more. */
+enum {
+    STORE_OK = 0,
+    STORE_ROW = 1,        /* store_step: a row is available */
+    STORE_DONE = 2,       /* store_step: no more rows */
+    STORE_ERROR = -1,     /* anything else */
+    STORE_CONSTRAINT = -2,/* unique / foreign key / check violation */
+    STORE_BUSY = -3,      /* lock timeout, serialization failure, deadlock: retry */
+    STORE_CONN = -4,      /* connection lost */
+};
+
+/* url: "sqlite:PATH" (PATH ":memory:" allowed) or "postgres://..." /
+ * "postgresql://...". On failure returns NULL and writes a message to err. */
+store *store_open(const char *url, char *err, size_t errlen);
+void store_close(store *s);
+store_backend store_backend_of(const store *s);
+const char *store_errmsg(const store *s);
+
+/* Applies every migration not yet applied, in order, each in a transaction.
+ * Safe to call from several processes at once on PostgreSQL (advisory lock). */
+int store_migrate(store *s);
+/* The schema version after the last applied migration. */
+int store_schema_version(store *s);
+
+/* Transactions. store_begin takes the write lock at once on SQLite
+ * (BEGIN IMMEDIATE) so two writers never deadlock on lock upgrade. */
+int store_begin(store *s);
+int store_commit(store *s);
+int store_rollback(store *s);
+
+/* Runs SQL with no parameters and no result rows (DDL, pragmas). */
+int store_exec(store *s, const char *sql);
+
+/* Prepared statements, cached per connection; never free them yourself. */
+store_stmt *store_prepare(store *s, const char *sql);
+int store_bind_int64(store_stmt *st, int idx, int64_t v);   /* idx from 1 */
+int store_bind_text(store_stmt *st, int idx, const char *v, size_t len);
+int store_bind_str(store_stmt *st, int idx, const char *v); /* NUL-terminated; NULL binds NULL */
+int store_bind_null(store_stmt *st, int idx);
+int store_step(store_stmt *st);          /* STORE_ROW, STORE_DONE or an error */
+void store_reset(store_stmt *st);        /* clears bindings and results */
+/* Columns of the current row, from 0. Text stays valid until the next
+ * store_step or store_reset on the statement. */
+bool store_col_is_null(store_stmt *st, int col);
+int64_t store_col_int64(store_stmt *st, int col);
+const char *store_col_text(store_stmt *st, int col); /* "" for NULL */
+size_t store_col_len(store_stmt *st, int col);
+/* Rows changed by the last completed INSERT/UPDATE/DELETE of this statement. */
+int64_t store_changes(store_stmt *st);
+
+/* One-shot helper: prepare, step once, reset. Returns STORE_DONE (no row),
+ * STORE_ROW with *out set from column 0, or an error. */
+int store_query_int64(store *s, const char *sql, int64_t *out);
+
+/* The database server's clock in milliseconds since the epoch. Leases use
+ * this, never a node's own clock. */
+int store_now_ms(store *s, int64_t *out);
+
+#endif

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Runs every test: unit tests (sanitizer build), API tests against SQLite and
+# against a throwaway PostgreSQL, and a short pass of every fuzz target over
+# its corpus. Ends with the plain summary line "N passed, N failed".
+# TESTS='pattern' narrows to tests whose name matches.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+logs=$root/build/test-logs
+rm -rf "$logs"; mkdir -p "$logs"
+tmp=$(mktemp -d /tmp/chime-test.XXXXXX)
+chmod 755 "$tmp"
+pgdir=$tmp/pg
+cleanup() { scripts/pg.sh stop "$pgdir"; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+export CHIME_TEST_PG
+CHIME_TEST_PG=$(scripts/pg.sh start "$pgdir") || { echo "could not start PostgreSQL"; cat "$pgdir"/*.log; exit 1; }
+export CHIME_BIN=$root/build/san/chime
+export CHIME_TEST_TMP=$tmp
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+PY=/usr/bin/python3
+pattern=${TESTS:-}
+
+passed=0; failed=0; failures=""
+run_one() {   # name, timeout seconds, command...
+  local name=$1 limit=$2; shift 2
+  [ -n "$pattern" ] && [[ "$name" != *$pattern* ]] && return
+  local log="$logs/${name//\//_}.log" t0=$SECONDS
+  if timeout -k 5 "$limit" "$@" >"$log" 2>&1; then
+    passed=$((passed + 1)); echo "PASS $name ($((SECONDS - t0))s)"
+  else
+    failed=$((failed + 1)); failures="$failures $name"
+    echo "FAIL $name ($((SECONDS - t0))s), last lines of $log:"
+    tail -n 30 "$log" | sed 's/^/    /'
+  fi
+}
+
+for t in build/san/tests/test-*; do
+  [ -x "$t" ] && run_one "unit/$(basename "$t")" 600 "$t"
+done
+for t in tests/api/test_*.py; do
+  [ -e "$t" ] || continue
+  for backend in sqlite pg; do
+    run_one "api/$(basename "$t" .py)[$backend]" 600 env CHIME_TEST_BACKEND=$backend $PY "$t"
+  done
+done
+for t in tests/sh/test-*.sh; do
+  [ -e "$t" ] && run_one "sh/$(basename "$t" .sh)" 900 bash "$t"
+done
+for f in build/fuzz/fuzz-*; do
+  [ -x "$f" ] || continue
+  name=$(basename "$f"); corpus=fuzz/corpus/${name#fuzz-}
+  work=$tmp/fuzz-$name; mkdir -p "$work"
+  [ -d "$corpus" ] && cp -r "$corpus/." "$work/"
+  run_one "fuzz/$name" 120 "$f" -max_total_time=10 -timeout=5 -rss_limit_mb=2048 "$work"
+done
+
+echo
+[ -n "$failures" ] && echo "failed:$failures"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
