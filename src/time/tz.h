@@ -1,0 +1,46 @@
+/* tz.h -- IANA time zones from the system's TZif files.
+ *
+ * A tz_db loads zones on first use from a zoneinfo directory (default
+ * /usr/share/zoneinfo) and keeps them until tz_db_free; lookups are
+ * thread-safe and a loaded zone is immutable, so a `const tz_zone *` may be
+ * used from any thread without locking. Seconds are Unix seconds (UTC) or
+ * "local seconds": a wall-clock time run through civil_to_seconds.
+ *
+ * Local -> UTC follows RFC 5545 3.3.5: a wall time inside a DST gap takes the
+ * offset in force before the gap (02:30 on a spring-forward day is 03:30 after
+ * the shift); a wall time repeated by an overlap is the first of the two.
+ */
+#ifndef CHIME_TIME_TZ_H
+#define CHIME_TIME_TZ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tz_db tz_db;
+typedef struct tz_zone tz_zone;
+
+/* dir NULL means /usr/share/zoneinfo. Returns NULL only when out of memory. */
+tz_db *tz_db_new(const char *dir);
+void tz_db_free(tz_db *db);
+
+/* The zone named `name` ("America/New_York", "UTC", "Etc/GMT+5"), or NULL
+ * when there is no such zone or its file is malformed. Names with "..",
+ * a leading '/', or characters outside [A-Za-z0-9/_+-] are rejected. */
+const tz_zone *tz_db_get(tz_db *db, const char *name);
+const char *tz_zone_name(const tz_zone *z);
+
+/* UTC offset in seconds (east positive) in force at a UTC instant. */
+int32_t tz_offset_at(const tz_zone *z, int64_t utc_secs);
+/* UTC instant for a local wall time, with the RFC 5545 gap/overlap rule. */
+int64_t tz_local_to_utc(const tz_zone *z, int64_t local_secs);
+/* Local wall time (as local seconds) at a UTC instant. */
+int64_t tz_utc_to_local(const tz_zone *z, int64_t utc_secs);
+/* Abbreviation in force at a UTC instant ("EST", "CEST"). */
+const char *tz_abbrev_at(const tz_zone *z, int64_t utc_secs);
+
+/* Is the zone's name a known Windows zone name ("Eastern Standard Time")?
+ * Returns the IANA name for it, or NULL. For iCalendar import. */
+const char *tz_windows_to_iana(const char *windows_name);
+
+#endif
