@@ -17,6 +17,21 @@
  *     store_reset(st);            // ready for new bindings; keep it cached
  * Statements are cached per connection by their SQL text, so handlers may
  * call store_prepare on every request cheaply.
+ *
+ * Details both backends share:
+ * - One SQL text is one statement: store_prepare returns the same (reset)
+ *   statement each time, so do not nest two uses of the same text. The cache
+ *   never evicts; SQL must come from a fixed set of strings (at most 4096
+ *   distinct texts per connection), never be built from data.
+ * - A failed store_commit has rolled the transaction back. store_rollback
+ *   outside a transaction is a no-op returning STORE_OK.
+ * - After STORE_DONE or an error, store_step repeats that answer until
+ *   store_reset; binding needs a reset statement.
+ * - PostgreSQL: an integer parameter is typed bigint (write $1::int where a
+ *   function wants int4); other parameters are typed by the server from
+ *   context. Boolean results read as 1/0 through store_col_int64.
+ * - STORE_CONN (PostgreSQL): the connection dropped. Outside a transaction the
+ *   next call reconnects; inside one, every call fails until store_rollback.
  */
 #ifndef CHIME_STORE_H
 #define CHIME_STORE_H
