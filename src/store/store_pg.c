@@ -70,8 +70,12 @@ static int pg_fail(store *s, PGresult *res)
     int rc = sqlstate_rc(res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL);
     if (PQstatus(p->conn) == CONNECTION_BAD)
         rc = STORE_CONN;
-    const char *msg = res ? PQresultErrorMessage(res) : "";
-    trim_copy(s->err, sizeof s->err, *msg ? msg : PQerrorMessage(p->conn));
+    const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    const char *detail = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_DETAIL) : NULL;
+    if (msg)
+        snprintf(s->err, sizeof s->err, "%s%s%s", msg, detail ? ": " : "", detail ? detail : "");
+    else
+        trim_copy(s->err, sizeof s->err, PQerrorMessage(p->conn));
     return rc;
 }
 
