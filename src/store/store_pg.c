@@ -20,6 +20,7 @@
 #include <string.h>
 
 #define PG_INT8OID 20
+#define STORE_STALE (-100)     /* internal: prepared plan outdated by DDL */
 
 typedef struct pg_store {
     store base;
@@ -61,6 +62,13 @@ static int sqlstate_rc(const char *state)
     if (strncmp(state, "08", 2) == 0)
         return STORE_CONN;
     return STORE_ERROR;
+}
+
+/* Inside a transaction as the server sees it, or as the caller began it. */
+static bool pg_in_tx(pg_store *p)
+{
+    PGTransactionStatusType t = PQtransactionStatus(p->conn);
+    return p->in_tx || t == PQTRANS_INTRANS || t == PQTRANS_INERROR;
 }
 
 /* Records the error of `res` (may be NULL) and returns its store code. */
@@ -137,7 +145,7 @@ static int pg_exec(store *s, const char *sql)
 static int pg_begin(store *s)
 {
     pg_store *p = PG(s);
-    if (p->in_tx)
+    if (pg_in_tx(p))
         return store_fail(s, STORE_ERROR, "store_begin: already in a transaction");
     int rc = pg_exec(s, "BEGIN");
     if (rc == STORE_OK)
@@ -149,7 +157,7 @@ static int pg_begin(store *s)
 static int pg_commit(store *s)
 {
     pg_store *p = PG(s);
-    if (!p->in_tx)
+    if (!pg_in_tx(p))
         return store_fail(s, STORE_ERROR, "store_commit: no transaction");
     p->in_tx = false;
     if (PQstatus(p->conn) != CONNECTION_OK)
@@ -168,7 +176,7 @@ static int pg_commit(store *s)
 static int pg_rollback(store *s)
 {
     pg_store *p = PG(s);
-    if (!p->in_tx)
+    if (!pg_in_tx(p))
         return STORE_OK;
     p->in_tx = false;
     if (PQstatus(p->conn) != CONNECTION_OK)
@@ -214,6 +222,8 @@ static void pg_stmt_free(store_stmt *base)
     free(st);
 }
 
+static int pg_run(store_stmt *base);
+
 static int pg_prepare(store_stmt *base)
 {
     pg_stmt *st = (pg_stmt *)base;
@@ -234,14 +244,44 @@ static bool is_dml(const char *status)
            !strncmp(status, "DELETE", 6) || !strncmp(status, "MERGE", 5);
 }
 
+/* After DDL changed a table's columns, the server refuses to run a statement
+ * prepared against the old shape ("cached plan must not change result
+ * type"). Outside a transaction nothing has run, so prepare it afresh. */
+static bool stale_plan(PGresult *res, store *s)
+{
+    const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+    return state && strcmp(state, "0A000") == 0 && !pg_in_tx(PG(s)) &&
+           PQstatus(PG(s)->conn) == CONNECTION_OK;
+}
+
+static int pg_deallocate(store_stmt *base)
+{
+    pg_stmt *st = (pg_stmt *)base;
+    char sql[40];
+    snprintf(sql, sizeof sql, "DEALLOCATE %s", st->name);
+    st->prepared = false;
+    return pg_simple(base->s, sql);
+}
+
 static int pg_execute(store_stmt *base)
 {
     pg_stmt *st = (pg_stmt *)base;
     int rc = pg_ready(base->s);
-    if (rc == STORE_OK && !st->prepared)
-        rc = pg_prepare(base);
     if (rc < 0)
         return rc;
+    for (int attempt = 0;; attempt++) {
+        if (!st->prepared && (rc = pg_prepare(base)) < 0)
+            return rc;
+        rc = pg_run(base);
+        if (rc != STORE_STALE || attempt > 0 || pg_deallocate(base) < 0)
+            return rc == STORE_STALE ? STORE_ERROR : rc;
+    }
+}
+
+static int pg_run(store_stmt *base)
+{
+    pg_stmt *st = (pg_stmt *)base;
+    int rc;
     for (int i = 0; i < base->nparams; i++) {
         const store_param *p = &base->params[i];
         switch (p->kind) {
@@ -258,6 +298,8 @@ static int pg_execute(store_stmt *base)
     ExecStatusType t = PQresultStatus(res);
     if (t != PGRES_TUPLES_OK && t != PGRES_COMMAND_OK) {
         rc = pg_fail(base->s, res);
+        if (stale_plan(res, base->s))
+            rc = STORE_STALE;
         PQclear(res);
         return rc;
     }

@@ -43,6 +43,16 @@ static void test_commit_rollback(void **state)
 
     assert_int_equal(store_commit(s), STORE_ERROR);               /* nothing to commit */
     assert_int_equal(store_rollback(s), STORE_OK);                /* harmless */
+
+    /* a transaction begun by hand is still one to commit or roll back */
+    EXEC_OK(s, "BEGIN");
+    EXEC_OK(s, "DELETE FROM t");
+    assert_int_equal(store_rollback(s), STORE_OK);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 3);
+    EXEC_OK(s, "BEGIN");
+    EXEC_OK(s, "DELETE FROM t WHERE i = 1");
+    assert_int_equal(store_commit(s), STORE_OK);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 2);
 }
 
 /* After a failed statement the transaction is aborted on both backends:

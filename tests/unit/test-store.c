@@ -251,6 +251,26 @@ static void test_cache_reuse(void **state)
     assert_ptr_not_equal(prep(s, "SELECT name FROM n WHERE i = $1 "), prep(s, sql));
 }
 
+/* A cached statement keeps working after DDL changes its table's shape
+ * (PostgreSQL refuses the old plan; the store prepares it again). */
+static void test_schema_change_under_cache(void **state)
+{
+    store *s = ((testdb *)*state)->s;
+    EXEC_OK(s, "CREATE TABLE sc (a BIGINT)");
+    EXEC_OK(s, "INSERT INTO sc VALUES (1)");
+    const char *sql = "SELECT * FROM sc";
+    store_stmt *st = prep(s, sql);
+    assert_int_equal(store_step(st), STORE_ROW);
+    store_reset(st);
+    EXEC_OK(s, "ALTER TABLE sc ADD COLUMN b TEXT DEFAULT 'x'");
+    st = prep(s, sql);
+    int rc = store_step(st);
+    if (rc != STORE_ROW)
+        fail_msg("after ALTER: rc %d: %s", rc, store_errmsg(s));
+    assert_string_equal(store_col_text(st, 1), "x");
+    store_reset(st);
+}
+
 static void test_changes(void **state)
 {
     store *s = ((testdb *)*state)->s;
@@ -344,6 +364,7 @@ int main(void)
         TESTDB_TEST_RAW(test_constraint_errors),
         TESTDB_TEST_RAW(test_bad_sql_and_binds),
         TESTDB_TEST_RAW(test_cache_reuse),
+        TESTDB_TEST_RAW(test_schema_change_under_cache),
         TESTDB_TEST_RAW(test_changes),
         TESTDB_TEST_RAW(test_now_ms),
         TESTDB_TEST_RAW(test_placeholders),
