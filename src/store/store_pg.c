@@ -26,7 +26,7 @@ typedef struct pg_store {
     store base;
     PGconn *conn;
     unsigned next_name;
-    bool in_tx;                /* between a successful store_begin and its end */
+    bool in_tx;                /* a transaction is open, as last seen */
 } pg_store;
 
 typedef struct pg_stmt {
@@ -64,11 +64,19 @@ static int sqlstate_rc(const char *state)
     return STORE_ERROR;
 }
 
-/* Inside a transaction as the server sees it, or as the caller began it. */
+/* Inside a transaction as the server sees it, or as last seen before the
+ * connection dropped (begun by store_begin or by hand with store_exec). */
 static bool pg_in_tx(pg_store *p)
 {
     PGTransactionStatusType t = PQtransactionStatus(p->conn);
     return p->in_tx || t == PQTRANS_INTRANS || t == PQTRANS_INERROR;
+}
+
+static void note_tx(pg_store *p)
+{
+    PGTransactionStatusType t = PQtransactionStatus(p->conn);
+    if (t == PQTRANS_IDLE || t == PQTRANS_INTRANS || t == PQTRANS_INERROR)
+        p->in_tx = t != PQTRANS_IDLE;          /* UNKNOWN: keep what we knew */
 }
 
 /* Records the error of `res` (may be NULL) and returns its store code. */
@@ -129,6 +137,7 @@ static int pg_ready(store *s)
 static int pg_simple(store *s, const char *sql)
 {
     PGresult *res = PQexec(PG(s)->conn, sql);
+    note_tx(PG(s));
     ExecStatusType t = PQresultStatus(res);
     int rc = (t == PGRES_COMMAND_OK || t == PGRES_TUPLES_OK || t == PGRES_EMPTY_QUERY)
                  ? STORE_OK : pg_fail(s, res);
@@ -295,6 +304,7 @@ static int pg_run(store_stmt *base)
     }
     PGresult *res = PQexecPrepared(PG(base->s)->conn, st->name, base->nparams, st->values,
                                    NULL, NULL, 0);
+    note_tx(PG(base->s));
     ExecStatusType t = PQresultStatus(res);
     if (t != PGRES_TUPLES_OK && t != PGRES_COMMAND_OK) {
         rc = pg_fail(base->s, res);

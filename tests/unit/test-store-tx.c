@@ -281,6 +281,14 @@ static void test_pg_reconnect(void **state)
     assert_int_equal(store_rollback(s), STORE_OK);
     assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 2);
 
+    /* a transaction begun by hand is protected the same way */
+    EXEC_OK(s, "BEGIN");
+    kill_backend(s);
+    assert_int_equal(store_exec(s, "INSERT INTO t VALUES (8)"), STORE_CONN);
+    assert_int_equal(store_exec(s, "INSERT INTO t VALUES (9)"), STORE_CONN);
+    assert_int_equal(store_rollback(s), STORE_OK);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 2);
+
     /* commit after the loss reports it */
     assert_int_equal(store_begin(s), STORE_OK);
     kill_backend(s);
