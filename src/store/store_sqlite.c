@@ -24,6 +24,7 @@ typedef struct sqlite_stmt {
     store_stmt base;
     sqlite3_stmt *vm;
     bool readonly;
+    int64_t total_before;      /* sqlite3_total_changes64 when execution began */
 } sqlite_stmt;
 
 #define DB(s) (((sqlite_store *)(s))->db)
@@ -53,7 +54,10 @@ static int sq_fail(store *s, int rc)
 
 static int check_not_aborted(store *s)
 {
-    if (((sqlite_store *)s)->tx_failed && !sqlite3_get_autocommit(DB(s)))
+    sqlite_store *ss = (sqlite_store *)s;
+    if (sqlite3_get_autocommit(ss->db))
+        ss->tx_failed = false;                 /* SQLite may end one by itself */
+    if (ss->tx_failed)
         return store_fail(s, STORE_ERROR, "transaction aborted by an earlier error; "
                                           "commands ignored until store_rollback");
     return STORE_OK;
@@ -121,11 +125,21 @@ static void sq_close(store *s)
     free(s);
 }
 
-static bool only_space(const char *p)
+/* Is the rest after the first statement free of statements (comments,
+ * blanks and semicolons only)? */
+static bool only_trailer(sqlite3 *db, const char *tail)
 {
-    for (; *p; p++)
-        if (!strchr(" \t\r\n;", *p))
+    while (*tail) {
+        sqlite3_stmt *vm = NULL;
+        const char *next = NULL;
+        if (sqlite3_prepare_v2(db, tail, -1, &vm, &next) != SQLITE_OK || vm) {
+            sqlite3_finalize(vm);
             return false;
+        }
+        if (next == tail)
+            break;
+        tail = next;
+    }
     return true;
 }
 
@@ -145,7 +159,7 @@ static store_stmt *sq_stmt_new(store *s, const char *sql, int nparams)
     store_sql_params(sql, text, &max, s->err, sizeof s->err);   /* counted already: ok */
     const char *tail = NULL;
     int rc = sqlite3_prepare_v3(DB(s), text, (int)n, SQLITE_PREPARE_PERSISTENT, &st->vm, &tail);
-    if (rc != SQLITE_OK || !st->vm || (tail && !only_space(tail))) {
+    if (rc != SQLITE_OK || !st->vm || (tail && !only_trailer(DB(s), tail))) {
         if (rc != SQLITE_OK)
             sq_fail(s, rc);
         else
@@ -190,6 +204,17 @@ static int bind_all(store_stmt *st)
     return STORE_OK;
 }
 
+/* sqlite3_changes64 is per connection and only moved by INSERT, UPDATE and
+ * DELETE: after DDL or a query it still holds an older statement's count.
+ * If nothing changed while this statement ran, its count is 0. */
+static int64_t statement_changes(sqlite_stmt *ss)
+{
+    sqlite3 *db = DB(ss->base.s);
+    if (ss->readonly || sqlite3_total_changes64(db) == ss->total_before)
+        return 0;
+    return sqlite3_changes64(db);
+}
+
 static int sq_step(store_stmt *st)
 {
     sqlite_stmt *ss = (sqlite_stmt *)st;
@@ -199,12 +224,13 @@ static int sq_step(store_stmt *st)
             rc = bind_all(st);
         if (rc < 0)
             return rc;
+        ss->total_before = sqlite3_total_changes64(DB(st->s));
     }
     int rc = sqlite3_step(ss->vm);
     if (rc == SQLITE_ROW)
         return STORE_ROW;
     if (rc == SQLITE_DONE) {
-        st->changes = ss->readonly ? 0 : sqlite3_changes64(DB(st->s));
+        st->changes = statement_changes(ss);
         return STORE_DONE;
     }
     return sq_fail(st->s, rc);
@@ -216,8 +242,8 @@ static void sq_reset(store_stmt *st)
     sqlite3_reset(ss->vm);
     /* INSERT ... RETURNING read for one row and reset: the change count is
      * only final once the statement has run to completion or been reset. */
-    if (st->state == STORE_ST_ROW && !ss->readonly)
-        st->changes = sqlite3_changes64(DB(st->s));
+    if (st->state == STORE_ST_ROW)
+        st->changes = statement_changes(ss);
 }
 
 static bool col_in(store_stmt *st, int col) { return col < sqlite3_column_count(VM(st)); }

@@ -206,6 +206,14 @@ static void test_bad_sql_and_binds(void **state)
         assert_true(store_step(st) < 0);
     assert_true(strlen(store_errmsg(s)) > 0);
     assert_null(store_prepare(s, "SELECT $0"));
+    /* one statement per prepare; trailing blanks and comments are fine */
+    st = store_prepare(s, "SELECT 1; SELECT 2");
+    if (st)
+        assert_true(store_step(st) < 0);
+    st = prep(s, "SELECT 3; -- three\n ;  /* done */ ");
+    assert_int_equal(store_step(st), STORE_ROW);
+    assert_int_equal(store_col_int64(st, 0), 3);
+    store_reset(st);
     assert_null(store_prepare(s, "SELECT $99999"));
 
     st = prep(s, "SELECT $1");
@@ -300,6 +308,10 @@ static void test_changes(void **state)
     assert_int_equal(store_changes(sel), 0);     /* a query changes nothing */
     store_reset(sel);
     assert_int_equal(store_changes(ins), 1);     /* per statement, not per connection */
+    store_stmt *ddl = prep(s, "CREATE TABLE c2 (i BIGINT)");
+    assert_int_equal(store_step(ddl), STORE_DONE);
+    assert_int_equal(store_changes(ddl), 0);     /* DDL changes no rows */
+    store_reset(ddl);
 }
 
 static void test_now_ms(void **state)
