@@ -210,6 +210,10 @@ void store_stmt_base_free(store_stmt *st)
 
 store_stmt *store_prepare(store *s, const char *sql)
 {
+    if (!sql) {
+        store_fail(s, STORE_ERROR, "store_prepare: no SQL");
+        return NULL;
+    }
     uint32_t h = sql_hash(sql);
     if (s->nbuckets) {
         for (store_stmt *st = s->buckets[h & (s->nbuckets - 1)]; st; st = st->next) {
@@ -256,6 +260,8 @@ store_stmt *store_prepare(store *s, const char *sql)
 
 static store_param *bind_slot(store_stmt *st, int idx)
 {
+    if (!st)
+        return NULL;
     if (st->state != STORE_ST_READY) {
         store_fail(st->s, STORE_ERROR, "bind after store_step without store_reset");
         return NULL;
@@ -281,11 +287,11 @@ int store_bind_int64(store_stmt *st, int idx, int64_t v)
 
 int store_bind_text(store_stmt *st, int idx, const char *v, size_t len)
 {
+    if (!v)
+        return store_bind_null(st, idx);
     store_param *p = bind_slot(st, idx);
     if (!p)
         return STORE_ERROR;
-    if (!v)
-        return store_bind_null(st, idx);
     if (len > SIZE_MAX / 2 - st->text_len - 1)
         return store_fail(st->s, STORE_ERROR, "text parameter too large");
     size_t need = st->text_len + len + 1;
@@ -325,6 +331,8 @@ int store_bind_null(store_stmt *st, int idx)
 
 int store_step(store_stmt *st)
 {
+    if (!st)
+        return STORE_ERROR;                    /* store_prepare failed; errmsg says why */
     switch (st->state) {
     case STORE_ST_DONE: return STORE_DONE;
     case STORE_ST_FAILED: return st->failed_rc;
@@ -344,6 +352,8 @@ int store_step(store_stmt *st)
 
 void store_reset(store_stmt *st)
 {
+    if (!st)
+        return;
     st->s->ops->reset(st);
     if (st->nparams) memset(st->params, 0, (size_t)st->nparams * sizeof *st->params);
     st->text_len = 0;
@@ -356,7 +366,10 @@ void store_reset(store_stmt *st)
     st->bound = false;
 }
 
-static bool col_ok(store_stmt *st, int col) { return st->state == STORE_ST_ROW && col >= 0; }
+static bool col_ok(store_stmt *st, int col)
+{
+    return st && st->state == STORE_ST_ROW && col >= 0;
+}
 
 bool store_col_is_null(store_stmt *st, int col)
 {
@@ -379,7 +392,7 @@ size_t store_col_len(store_stmt *st, int col)
     return col_ok(st, col) ? st->s->ops->col_len(st, col) : 0;
 }
 
-int64_t store_changes(store_stmt *st) { return st->changes; }
+int64_t store_changes(store_stmt *st) { return st ? st->changes : 0; }
 
 /* ------------------------------------------------------------ helpers */
 

@@ -27,6 +27,9 @@
  *   outside a transaction is a no-op returning STORE_OK.
  * - After STORE_DONE or an error, store_step repeats that answer until
  *   store_reset; binding needs a reset statement.
+ * - A failed store_prepare returns NULL, and every statement call accepts
+ *   NULL (binds and steps return STORE_ERROR, store_errmsg keeps the
+ *   prepare error), so checking store_step's result is enough.
  * - PostgreSQL: an integer parameter is typed bigint (write $1::int where a
  *   function wants int4); other parameters are typed by the server from
  *   context. Boolean results read as 1/0 through store_col_int64.

@@ -205,7 +205,16 @@ static void test_bad_sql_and_binds(void **state)
     if (st)
         assert_true(store_step(st) < 0);
     assert_true(strlen(store_errmsg(s)) > 0);
-    assert_null(store_prepare(s, "SELECT $0"));
+    /* a failed prepare's NULL flows through to store_step's error */
+    st = store_prepare(s, "SELECT $0");
+    assert_null(st);
+    assert_int_equal(store_bind_int64(st, 1, 1), STORE_ERROR);
+    assert_int_equal(store_bind_str(st, 1, NULL), STORE_ERROR);
+    assert_int_equal(store_step(st), STORE_ERROR);
+    assert_true(store_col_is_null(st, 0));
+    assert_string_equal(store_col_text(st, 0), "");
+    store_reset(st);
+    assert_non_null(strstr(store_errmsg(s), "$0"));
     /* one statement per prepare; trailing blanks and comments are fine */
     st = store_prepare(s, "SELECT 1; SELECT 2");
     if (st)
