@@ -128,6 +128,47 @@ static void test_cache_bound(void **state)
     store_close(s);
 }
 
+/* The hot path reuses the statement's text buffer: once it has held the
+ * largest bindings, later rounds never move it; a huge one is let go at
+ * reset. */
+static void test_bind_buffer_reused(void **state)
+{
+    (void)state;
+    char err[256], text[300];
+    store *s = store_open("sqlite::memory:", err, sizeof err);
+    assert_non_null(s);
+    memset(text, 'a', sizeof text);
+    const char *sql = "SELECT length($1) + length($2)";
+    store_stmt *st = store_prepare(s, sql);
+    assert_non_null(st);
+    const char *buf = NULL;
+    size_t cap = 0;
+    for (int i = 0; i < 100; i++) {
+        assert_ptr_equal(store_prepare(s, sql), st);
+        assert_int_equal(store_bind_text(st, 1, text, 100 + i % 7), STORE_OK);
+        assert_int_equal(store_bind_text(st, 2, text, 150), STORE_OK);
+        assert_int_equal(store_step(st), STORE_ROW);
+        assert_int_equal(store_col_int64(st, 0), 250 + i % 7);
+        store_reset(st);
+        if (i == 6) { buf = st->text; cap = st->text_cap; }   /* largest sizes seen */
+        if (i < 6)
+            continue;
+        assert_ptr_equal(st->text, buf);
+        assert_int_equal(st->text_cap, cap);
+    }
+    size_t big = STORE_KEEP_TEXT_BYTES + 1;
+    char *huge = malloc(big);
+    memset(huge, 'b', big);
+    assert_int_equal(store_bind_text(st, 1, huge, big), STORE_OK);
+    assert_int_equal(store_bind_str(st, 2, ""), STORE_OK);
+    assert_int_equal(store_step(st), STORE_ROW);
+    assert_int_equal(store_col_int64(st, 0), (int64_t)big);
+    store_reset(st);
+    assert_int_equal(st->text_cap, 0);
+    free(huge);
+    store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -137,6 +178,7 @@ int main(void)
         cmocka_unit_test(test_sqlite_memory),
         cmocka_unit_test(test_param_scanner),
         cmocka_unit_test(test_cache_bound),
+        cmocka_unit_test(test_bind_buffer_reused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -81,6 +81,51 @@ static void test_schema_users(void **state)
     assert_int_equal(query_int(s, "SELECT count(*) FROM sessions"), 0);
 }
 
+/* Column name:type:nullability of a table, in order, as the backend
+ * reports them. */
+static void columns_of(store *s, const char *table, char *out, size_t n)
+{
+    const char *sql = store_backend_of(s) == STORE_SQLITE
+        ? "SELECT name || ':' || lower(type) || ':' || \"notnull\" FROM pragma_table_info($1)"
+          " ORDER BY cid"
+        : "SELECT column_name || ':' || data_type || ':' ||"
+          " CASE is_nullable WHEN 'NO' THEN 1 ELSE 0 END"
+          " FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position";
+    store_stmt *st = prep(s, sql);
+    store_bind_str(st, 1, table);
+    out[0] = '\0';
+    while (store_step(st) == STORE_ROW) {
+        strncat(out, store_col_text(st, 0), n - strlen(out) - 2);
+        strcat(out, " ");
+    }
+    store_reset(st);
+}
+
+static void test_schema_columns(void **state)
+{
+    store *s = ((testdb *)*state)->s;
+    bool lite = store_backend_of(s) == STORE_SQLITE;
+    char got[512];
+    columns_of(s, "users", got, sizeof got);
+    assert_string_equal(got, lite
+        ? "id:bigint:0 email:text:1 email_lower:text:1 name:text:1 password_hash:text:1 "
+          "is_admin:integer:1 created_ms:bigint:1 "
+        : "id:bigint:1 email:text:1 email_lower:text:1 name:text:1 password_hash:text:1 "
+          "is_admin:integer:1 created_ms:bigint:1 ");
+    columns_of(s, "sessions", got, sizeof got);
+    assert_string_equal(got, lite
+        ? "token_hash:text:0 user_id:bigint:1 created_ms:bigint:1 expires_ms:bigint:1 "
+        : "token_hash:text:1 user_id:bigint:1 created_ms:bigint:1 expires_ms:bigint:1 ");
+    columns_of(s, "auth_failures", got, sizeof got);
+    assert_string_equal(got, lite
+        ? "key:text:0 failures:integer:1 window_start_ms:bigint:1 locked_until_ms:bigint:1 "
+        : "key:text:1 failures:integer:1 window_start_ms:bigint:1 locked_until_ms:bigint:1 ");
+    const char *idx = lite
+        ? "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'sessions_user'"
+        : "SELECT count(*) FROM pg_indexes WHERE indexname = 'sessions_user'";
+    assert_int_equal(query_int(s, idx), 1);
+}
+
 static void test_types_and_null(void **state)
 {
     store *s = ((testdb *)*state)->s;
@@ -380,6 +425,7 @@ int main(void)
         TESTDB_TEST_RAW(test_open_close),
         TESTDB_TEST_RAW(test_migrate_twice),
         TESTDB_TEST(test_schema_users),
+        TESTDB_TEST(test_schema_columns),
         TESTDB_TEST_RAW(test_types_and_null),
         TESTDB_TEST_RAW(test_returning_and_upsert),
         TESTDB_TEST_RAW(test_constraint_errors),
