@@ -30,9 +30,12 @@
  * - A failed store_prepare returns NULL, and every statement call accepts
  *   NULL (binds and steps return STORE_ERROR, store_errmsg keeps the
  *   prepare error), so checking store_step's result is enough.
- * - PostgreSQL: an integer parameter is typed bigint (write $1::int where a
- *   function wants int4); other parameters are typed by the server from
- *   context. Boolean results read as 1/0 through store_col_int64.
+ * - PostgreSQL prepares a statement at its first store_step, so an SQL error
+ *   shows there rather than at store_prepare (as it does on SQLite). An
+ *   integer parameter is typed bigint (write $1::int where a function wants
+ *   int4); other parameters are typed by the server from context.
+ * - store_col_int64 reads booleans as 1/0 and truncates fractions on both
+ *   backends; non-numeric text reads as 0.
  * - STORE_CONN (PostgreSQL): the connection dropped. Outside a transaction the
  *   next call reconnects; inside one, every call fails until store_rollback.
  */

@@ -358,7 +358,16 @@ static int64_t pg_col_int64(store_stmt *base, int col)
     const char *v = PQgetvalue(st->res, st->row, col);
     if (v[0] == 't' && !v[1])
         return 1;
-    return strtoll(v, NULL, 10);
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (*end == '.' || *end == 'e' || *end == 'E') {
+        /* numeric or float8 (extract() yields numeric): truncate like SQLite */
+        double d = strtod(v, NULL);
+        if (d >= 9223372036854775807.0) return INT64_MAX;
+        if (d <= -9223372036854775808.0) return INT64_MIN;
+        return d == d ? (int64_t)d : 0;
+    }
+    return n;
 }
 
 static const char *pg_col_text(store_stmt *base, int col)

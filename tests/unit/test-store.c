@@ -173,6 +173,7 @@ static void test_types_and_null(void **state)
     assert_int_equal(store_col_int64(st, 1), 0);
     assert_string_equal(store_col_text(st, 2), "abc");
     assert_string_equal(store_col_text(st, 0), "5");      /* integers read as text too */
+    assert_int_equal(store_col_int64(st, 2), 0);          /* non-numeric text reads 0 */
     assert_true(store_col_is_null(st, 9));                /* out of range: NULL, no crash */
     assert_string_equal(store_col_text(st, 9), "");
     assert_int_equal(store_step(st), STORE_DONE);
@@ -385,6 +386,24 @@ static void test_now_ms(void **state)
     assert_true(later - now >= 15 && later - now < 5000);   /* advances in real time */
 }
 
+/* Integers, fractions and comparisons read through store_col_int64 alike
+ * on both backends (PostgreSQL answers booleans as t/f, numerics as text). */
+static void test_int64_reading(void **state)
+{
+    store *s = ((testdb *)*state)->s;
+    store_stmt *st = prep(s, "SELECT 7 > 3, 7 < 3, CAST(2.75 AS REAL), -2.75 * 1, "
+                             "1e15 + 0.5, CAST('123' AS TEXT), 4000000000000 * 2");
+    assert_int_equal(store_step(st), STORE_ROW);
+    assert_int_equal(store_col_int64(st, 0), 1);
+    assert_int_equal(store_col_int64(st, 1), 0);
+    assert_int_equal(store_col_int64(st, 2), 2);
+    assert_int_equal(store_col_int64(st, 3), -2);
+    assert_true(store_col_int64(st, 4) == INT64_C(1000000000000000));
+    assert_int_equal(store_col_int64(st, 5), 123);
+    assert_true(store_col_int64(st, 6) == INT64_C(8000000000000));
+    store_reset(st);
+}
+
 static void test_placeholders(void **state)
 {
     store *s = ((testdb *)*state)->s;
@@ -434,6 +453,7 @@ int main(void)
         TESTDB_TEST_RAW(test_schema_change_under_cache),
         TESTDB_TEST_RAW(test_changes),
         TESTDB_TEST_RAW(test_now_ms),
+        TESTDB_TEST_RAW(test_int64_reading),
         TESTDB_TEST_RAW(test_placeholders),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
