@@ -23,8 +23,13 @@
  *   statement each time, so do not nest two uses of the same text. The cache
  *   never evicts; SQL must come from a fixed set of strings (at most 4096
  *   distinct texts per connection), never be built from data.
+ * - Any failed statement aborts the open transaction (PostgreSQL's rule,
+ *   enforced on SQLite too): later statements fail and store_commit rolls
+ *   back. Use ON CONFLICT rather than trying and catching inside one.
  * - A failed store_commit has rolled the transaction back. store_rollback
  *   outside a transaction is a no-op returning STORE_OK.
+ * - Lock waits end after 5 s with STORE_BUSY (SQLite busy_timeout,
+ *   PostgreSQL lock_timeout); retry the whole transaction.
  * - After STORE_DONE or an error, store_step repeats that answer until
  *   store_reset; binding needs a reset statement.
  * - A failed store_prepare returns NULL, and every statement call accepts
