@@ -24,8 +24,9 @@ json_t *json_decode_object(const char *text, size_t len, http_err *e)
         http_err_set(e, 400, "invalid_json", "body", "the body is empty; a JSON object is expected");
         return NULL;
     }
-    /* Rejects NUL bytes, invalid UTF-8 and duplicate keys. */
-    json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+    /* Rejects invalid UTF-8 and duplicate keys. "\u0000" inside a string is
+     * let through so that json_field_str can name the field it is in. */
+    json_t *j = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
     if (!j) {
         http_err_set(e, 400, "invalid_json", "body", "malformed JSON at line %d, column %d: %s", je.line,
                      je.column, je.text);

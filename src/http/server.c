@@ -731,17 +731,12 @@ void http_server_free(http_server *s)
 {
     if (!s) return;
     http_server_stop(s);
-    for (int i = 0; s->threads && i < s->nthreads; i++) {
-        loop_thread *t = &s->threads[i];
-        if (!t->loop) continue;
-        close_listener(t);
-        h2o_multithread_unregister_receiver(t->ctx.queue, &t->done_rx);
-        h2o_multithread_unregister_receiver(t->ctx.queue, &t->stop_rx);
-        h2o_context_dispose(&t->ctx);
-        h2o_evloop_destroy(t->loop);
-    }
+    /* The loops' h2o contexts are deliberately not disposed: h2o 2.2 keeps
+     * idle keep-alive connections and their timers alive in the context and
+     * asserts when it is disposed with any left, and it offers no call to
+     * close them. The process exits right after this; the kernel closes the
+     * sockets. The database connections were closed by thread_fini. */
     free(s->threads);
-    h2o_config_dispose(&s->config);
     if (s->access_fd > STDERR_FILENO) close(s->access_fd);
     free(s);
 }
