@@ -333,8 +333,11 @@ store *store_sqlite_open(const char *path, char *err, size_t errlen)
     }
     sqlite3_extended_result_codes(ss->db, 1);
     sqlite3_busy_timeout(ss->db, 5000);
+    /* synchronous=FULL: with WAL, NORMAL survives a crash of the process
+     * but may lose the last commits to a power cut; an acknowledged
+     * reminder, message or post must survive both. */
     if (enable_wal(s) < 0 ||
-        raw_exec(s, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL") < 0) {
+        raw_exec(s, "PRAGMA foreign_keys=ON; PRAGMA synchronous=FULL") < 0) {
         snprintf(err, errlen, "sqlite: %s: %s", path, s->err);
         goto fail;
     }
