@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "cli_rrule.h"
 #include "base/base.h"
 #include "config.h"
 #include "store/store.h"
@@ -142,6 +143,7 @@ int main(int argc, char **argv)
         printf("chime %s\n", CHIME_VERSION);
         return 0;
     }
+    if (strcmp(argv[1], "rrule") == 0) return cli_rrule_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "serve") == 0) return cmd_serve(argc - 2, argv + 2);
     if (strcmp(argv[1], "migrate") == 0) return cmd_migrate(argc - 2, argv + 2);
     fprintf(stderr, "chime: unknown verb '%s'\n", argv[1]);
