@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "base/base.h"
+#include "calendar/calendar_http.h"
 #include "users/users_http.h"
 
 static void *app_thread_init(void *p, int index)
@@ -69,5 +70,6 @@ http_server *app_http_new(app *a)
     http_route(s, HTTP_GET, "/healthz", handle_healthz, 0);
     http_gauge(s, "chime_users_registered", "Registered user accounts.", gauge_users);
     users_http_register(s);
+    calendar_http_register(s);
     return s;
 }

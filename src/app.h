@@ -7,11 +7,13 @@
 #include "config.h"
 #include "http/server.h"
 #include "store/store.h"
+#include "time/tz.h"
 #include "users/users.h"
 
 typedef struct app {
     chime_config cfg;
     http_server *http;
+    tz_db *tz; /* zones, shared by every thread */
     /* A hash of a random password: sign-ins for unknown emails verify
      * against it so they take as long as real ones. */
     char dummy_hash[USERS_HASH_MAX];

@@ -112,9 +112,11 @@ static int cmd_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    a->http = app_http_new(a);
+    a->tz = tz_db_new(NULL);
+    a->http = a->tz ? app_http_new(a) : NULL;
     if (!a->http || http_server_start(a->http) != 0) {
         http_server_free(a->http);
+        tz_db_free(a->tz);
         free(a);
         return 1;
     }
@@ -124,6 +126,7 @@ static int cmd_serve(int argc, char **argv)
     log_info("received %s: finishing in-flight requests", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     http_server_stop(a->http);
     http_server_free(a->http);
+    tz_db_free(a->tz);
     free(a);
     log_info("stopped cleanly");
     return 0;
