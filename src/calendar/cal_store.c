@@ -35,6 +35,8 @@ void cal_event_free(cal_event *e)
     free(e->rdates);
     free(e->exdates);
     free(e->attendees);
+    free(e->json_const);
+    free(e->json_shown);
     memset(e, 0, sizeof *e);
 }
 

@@ -90,6 +90,10 @@ typedef struct cal_event {
     char organizer_email[256];
     cal_attendee *attendees;
     int nattendees;
+    /* Rendering cache for listings: the event's JSON members that are the
+     * same for all its instances (filled and freed by the JSON writer). */
+    char *json_const, *json_shown;
+    size_t json_const_len, json_shown_len;
 } cal_event;
 
 void cal_event_free(cal_event *e);
