@@ -536,7 +536,7 @@ static void renew_all(jobs_scheduler *s, store *db, size_t *pending)
             int rc = lease_hold_renew(db, &sj->hold, s->ttl_ms);
             if (rc == LEASE_OK) continue;
             if (rc == LEASE_LOST) {
-                log_warn("job %s: lease lost: another node holds it now; stopping its work", sj->job->name);
+                log_warn("job %s: lease lost (expired or taken over): stopping its work", sj->job->name);
                 deactivate(s, sj);
                 continue;
             }
