@@ -126,6 +126,7 @@ int lease_hold_acquire(store *db, lease_hold *h, int64_t ttl_ms, uint64_t *tenur
             h->epoch = epoch;
             h->expires_ms = expires;
             h->renewed_ns = base_mono_ns();
+            h->ttl_ms = ttl_ms;
             if (tenure) *tenure = h->tenure;
         }
     }
@@ -144,6 +145,7 @@ int lease_hold_renew(store *db, lease_hold *h, int64_t ttl_ms)
             h->epoch = epoch;
             h->expires_ms = expires;
             h->renewed_ns = base_mono_ns();
+            h->ttl_ms = ttl_ms;
         } else if (rc == LEASE_LOST) {
             h->held = false;
         }
@@ -171,10 +173,16 @@ int lease_hold_release(store *db, lease_hold *h)
     return rc;
 }
 
+/* mu held. */
+static bool current(const lease_hold *h, uint64_t tenure)
+{
+    return h->held && h->tenure == tenure && base_mono_ns() - h->renewed_ns < h->ttl_ms * 1000000;
+}
+
 bool lease_hold_valid(lease_hold *h, uint64_t tenure)
 {
     pthread_mutex_lock(&h->mu);
-    bool ok = h->held && h->tenure == tenure;
+    bool ok = current(h, tenure);
     pthread_mutex_unlock(&h->mu);
     return ok;
 }
@@ -190,7 +198,7 @@ int64_t lease_hold_epoch(lease_hold *h)
 int lease_hold_fence_begin(store *db, lease_hold *h, uint64_t tenure, int64_t *epoch)
 {
     pthread_mutex_lock(&h->mu);
-    if (!h->held || h->tenure != tenure) {
+    if (!current(h, tenure)) {
         pthread_mutex_unlock(&h->mu);
         return LEASE_LOST;
     }

@@ -73,7 +73,8 @@ typedef struct lease_hold {
     uint64_t tenure;    /* bumped by every successful acquire */
     int64_t epoch;
     int64_t expires_ms; /* database clock */
-    int64_t renewed_ns; /* base_mono_ns of the last acquire/renewal */
+    int64_t renewed_ns; /* base_mono_ns when the last acquire/renewal returned */
+    int64_t ttl_ms;     /* of that acquire/renewal */
 } lease_hold;
 
 void lease_hold_init(lease_hold *h, const char *name, const char *owner);
@@ -90,7 +91,11 @@ int lease_hold_renew(store *db, lease_hold *h, int64_t ttl_ms);
 void lease_hold_drop(lease_hold *h);
 /* Releases in the database and ends the tenure. */
 int lease_hold_release(store *db, lease_hold *h);
-/* Is this tenure still current, as far as this node knows? */
+/* Is this tenure still current, as far as this node knows? Also false
+ * once a lease length has passed on this node's monotonic clock since the
+ * last renewal returned: the database computed the expiry before that, so
+ * the lease has certainly expired, even if the renewing thread has not run
+ * (a process resumed after SIGSTOP notices before doing any work). */
 bool lease_hold_valid(lease_hold *h, uint64_t tenure);
 /* Current epoch, or -1 when not held. */
 int64_t lease_hold_epoch(lease_hold *h);

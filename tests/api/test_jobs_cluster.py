@@ -123,6 +123,8 @@ class TestCluster(unittest.TestCase):
                                  timeout=5), stopped.log()[-3000:])
         self.assertTrue(wait_for(lambda: "run interrupted" in stopped.log(), timeout=5), stopped.log()[-3000:])
         self.assertTrue(wait_for(lambda: len(self.ticks()) > before + 2, timeout=10))
+        print("paused node:", *[l for l in stopped.log().splitlines()
+                                if re.search("lease lost|fenced|interrupted|renewal", l)], sep="\n  ")
 
         # 3. Clean restart of the owner: it hands the lease over at once.
         leaving = self.owner_server()
