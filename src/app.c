@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "calendar/calendar_http.h"
 #include "jobs/jobs_http.h"
 #include "users/users_http.h"
 
@@ -73,6 +74,7 @@ http_server *app_http_new(app *a)
     http_route(s, HTTP_GET, "/healthz", handle_healthz, 0);
     http_gauge(s, "chime_users_registered", "Registered user accounts.", gauge_users);
     users_http_register(s);
+    calendar_http_register(s);
     jobs_http_register(s);
     return s;
 }
@@ -115,8 +117,7 @@ int app_jobs_start(app *a)
 {
     if (a->cfg.node_id[0]) snprintf(a->node_id, sizeof a->node_id, "%s", a->cfg.node_id);
     else make_node_id(a->node_id, sizeof a->node_id);
-    a->tz = tz_db_new(NULL);
-    a->jobs = a->tz ? jobs_registry_new(a->tz) : NULL;
+    a->jobs = jobs_registry_new(a->tz);
     if (!a->jobs || register_jobs(a) != 0) {
         app_jobs_stop(a);
         return -1;
@@ -144,6 +145,4 @@ void app_jobs_stop(app *a)
     a->scheduler = NULL;
     jobs_registry_free(a->jobs);
     a->jobs = NULL;
-    tz_db_free(a->tz);
-    a->tz = NULL;
 }

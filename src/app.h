@@ -9,17 +9,18 @@
 #include "jobs/builtin.h"
 #include "jobs/jobs.h"
 #include "store/store.h"
+#include "time/tz.h"
 #include "users/users.h"
 
 typedef struct app {
     chime_config cfg;
     http_server *http;
+    tz_db *tz; /* zones, shared by every thread */
     /* A hash of a random password: sign-ins for unknown emails verify
      * against it so they take as long as real ones. */
     char dummy_hash[USERS_HASH_MAX];
     /* The job scheduler and what it borrows; app_jobs_start makes them. */
     char node_id[64];
-    tz_db *tz;
     jobs_registry *jobs;
     jobs_scheduler *scheduler;
     jobs_cleanup_opts cleanup;

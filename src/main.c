@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "app.h"
+#include "cli_rrule.h"
 #include "base/base.h"
 #include "config.h"
 #include "store/store.h"
@@ -111,15 +112,18 @@ static int cmd_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    a->http = app_http_new(a);
+    a->tz = tz_db_new(NULL);
+    a->http = a->tz ? app_http_new(a) : NULL;
     if (!a->http || http_server_start(a->http) != 0) {
         http_server_free(a->http);
+        tz_db_free(a->tz);
         free(a);
         return 1;
     }
     if (app_jobs_start(a) != 0) {
         http_server_stop(a->http);
         http_server_free(a->http);
+        tz_db_free(a->tz);
         free(a);
         return 1;
     }
@@ -131,6 +135,7 @@ static int cmd_serve(int argc, char **argv)
     app_jobs_stop(a);
     http_server_stop(a->http);
     http_server_free(a->http);
+    tz_db_free(a->tz);
     free(a);
     log_info("stopped cleanly");
     return 0;
@@ -150,6 +155,7 @@ int main(int argc, char **argv)
         printf("chime %s\n", CHIME_VERSION);
         return 0;
     }
+    if (strcmp(argv[1], "rrule") == 0) return cli_rrule_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "serve") == 0) return cmd_serve(argc - 2, argv + 2);
     if (strcmp(argv[1], "migrate") == 0) return cmd_migrate(argc - 2, argv + 2);
     fprintf(stderr, "chime: unknown verb '%s'\n", argv[1]);

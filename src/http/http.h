@@ -74,6 +74,9 @@ void http_send_json(http_req *r, int status, json_t *json);
 void http_send_error(http_req *r, int status, const char *code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 void http_send_err(http_req *r, const http_err *e);
+/* Qualifies e->field with its parent: "start" + "date" -> "start.date"
+ * (prefix alone when the field is empty). Truncates, never overflows. */
+void http_err_prefix(http_err *e, const char *prefix);
 void http_send_body(http_req *r, int status, const char *content_type, const char *body, size_t len);
 void http_send_empty(http_req *r, int status);
 /* Adds a response header; call before the http_send_* call. */

@@ -189,6 +189,17 @@ void http_err_set(http_err *e, int status, const char *code, const char *field, 
     va_end(ap);
 }
 
+void http_err_prefix(http_err *e, const char *prefix)
+{
+    char joined[sizeof e->field];
+    size_t plen = strlen(prefix), flen = strlen(e->field), n = 0;
+    for (size_t i = 0; i < plen && n + 1 < sizeof joined; i++) joined[n++] = prefix[i];
+    if (flen && n + 1 < sizeof joined) joined[n++] = '.';
+    for (size_t i = 0; i < flen && n + 1 < sizeof joined; i++) joined[n++] = e->field[i];
+    joined[n] = '\0';
+    memcpy(e->field, joined, n + 1);
+}
+
 void http_send_err(http_req *r, const http_err *e)
 {
     json_t *err = json_pack("{s:s,s:s}", "code", e->code, "message", e->message);

@@ -79,6 +79,8 @@ const char *store_errmsg(const store *s);
 int store_migrate(store *s);
 /* The schema version after the last applied migration. */
 int store_schema_version(store *s);
+/* The newest version this program knows (the last migration's). */
+int store_schema_latest(void);
 
 /* Transactions. store_begin takes the write lock at once on SQLite
  * (BEGIN IMMEDIATE) so two writers never deadlock on lock upgrade. */

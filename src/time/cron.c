@@ -17,10 +17,13 @@
 /* Fire times are positive, so -1 can mean "none". */
 #define CRON_MIN_UTC INT64_C(0)            /* 1970-01-01T00:00:00Z */
 #define CRON_MAX_UTC INT64_C(253402300799) /* 9999-12-31T23:59:59Z */
-/* Longer than any real spring-forward gap (Apia skipped a whole day). */
+/* Longer than any real spring-forward gap (Apia skipped a whole day), and
+ * shorter than the time between any two transitions since 1970 in tzdata
+ * 2025b, so one look back sees the offset before the latest change. */
 #define CRON_GAP_LOOKBACK (2 * 86400)
-/* Wall times examined per cron_next beyond the first: only wall times in a
- * gap or a repeated (fall-back) stretch make the search look further, and
+/* Wall times examined per cron_next beyond the first: only a gap or a
+ * repeated (fall-back) stretch makes the search look further; a gap costs
+ * two steps, a repeated stretch one step per matching wall time in it, and
  * even a per-second schedule has fewer than this in a two-day window. */
 #define CRON_MAX_CANDIDATES (1 << 18)
 
@@ -72,7 +75,8 @@ static int cron_fail(char *err, size_t errlen, const char *fmt, ...)
 
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 static bool is_alpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
-static bool is_blank(char c) { return c == ' ' || c == '\t'; }
+/* Any ASCII white space separates fields, so a trailing newline is fine. */
+static bool is_blank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
 /* "unexpected character 'x'" or, for bytes that would garble a message,
  * "unexpected byte 0x07". */
@@ -432,6 +436,25 @@ static bool next_wall(const cron_expr *e, int64_t *w, int64_t ylimit)
     return false;
 }
 
+static bool wall_exists(const tz_zone *z, int64_t w)
+{
+    return tz_utc_to_local(z, tz_local_to_utc(z, w)) == w;
+}
+
+/* The first wall time after the gap that holds w: between w and the wall
+ * reading of its shifted instant, found by bisection (a gap is at most a
+ * day or so wide, so this is under twenty lookups). */
+static int64_t gap_end(const tz_zone *z, int64_t w)
+{
+    int64_t lo = w, hi = tz_utc_to_local(z, tz_local_to_utc(z, w)); /* lo in the gap, hi not */
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (wall_exists(z, mid)) hi = mid;
+        else lo = mid;
+    }
+    return hi;
+}
+
 int64_t cron_next(const cron_expr *e, const tz_zone *z, int64_t after)
 {
     if (after < CRON_MIN_UTC || after >= CRON_MAX_UTC) return -1;
@@ -453,6 +476,9 @@ int64_t cron_next(const cron_expr *e, const tz_zone *z, int64_t after)
         /* A wall time that really occurs maps to its first occurrence, and
          * those only increase with wall time: nothing later fires earlier. */
         if (tz_utc_to_local(z, u) == w) break;
+        /* w is in a gap. Later wall times in the same gap fire later still;
+         * only wall times after the gap can fire earlier. */
+        w = gap_end(z, w) - 1;
     }
     return best;
 }

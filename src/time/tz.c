@@ -441,7 +441,7 @@ static tz_zone *zone_alloc(const char *name, const tzif_counts *c)
     size_t cap = (size_t)c->time + 2 * (TZ_GEN_LAST_YEAR - TZ_GEN_FIRST_YEAR + 3);
     z->abbrs_cap = (size_t)c->chars + 1 + 2 * (TZ_MAX_ABBR + 1);
     z->cap = cap;
-    z->name = strdup(name);
+    z->name = strdup(name ? name : "");
     z->utc = malloc(cap * sizeof *z->utc);
     z->key = malloc(cap * sizeof *z->key);
     z->after = malloc(cap * sizeof *z->after);

@@ -51,7 +51,8 @@ const char *tz_abbrev_at(const tz_zone *z, int64_t utc_secs);
 /* Parse a TZif file (RFC 8536, versions 1-4) held in memory, validating
  * every count and index against len, and its POSIX TZ footer. The result is
  * owned by the caller (tz_zone_free); NULL when malformed or out of memory.
- * tz_db_get uses this; it is public for the fuzz target and for tests. */
+ * tz_db_get uses this; it is public for the fuzz target and for tests.
+ * name (copied; NULL means "") is what tz_zone_name will return. */
 tz_zone *tz_zone_parse(const char *name, const uint8_t *data, size_t len);
 void tz_zone_free(tz_zone *z);
 

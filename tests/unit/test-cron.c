@@ -129,8 +129,9 @@ static void test_fields_and_names(void **state)
     e = parse("0 0 ? * MON");
     assert_int_equal(e.flags, CRON_DOM_STAR);
     assert_int_equal(e.mday, 0xfffffffe);
-    e = parse("  0\t0   13 * 5  ");
+    e = parse("  0\t0   13 * 5  \r\n");
     assert_int_equal(e.flags, 0);
+    assert_int_equal(e.mday, 1u << 13);
     cron_expr a = parse("0 0 * * *"), b = parse("@daily");
     assert_memory_equal(&a, &b, sizeof a);
     b = parse("@MIDNIGHT");
@@ -336,6 +337,23 @@ static void test_next_london(void **state)
     assert_sequence("0 9 * * SUN", z, at(2026, 3, 28, 0, 0, 0), sunday, 2);
 }
 
+static void test_next_apia(void **state)
+{
+    const tz_zone *z = tz_db_get(*state, "Pacific/Apia");
+    assert_non_null(z);
+    /* 2011-12-30 did not happen in Samoa: its noon fires at the shifted
+     * instant, which is also noon on the 31st, so once. */
+    const int64_t noon[] = {at(2011, 12, 29, 22, 0, 0), at(2011, 12, 30, 22, 0, 0),
+                            at(2011, 12, 31, 22, 0, 0)};
+    assert_sequence("0 12 * * *", z, at(2011, 12, 29, 0, 0, 0), noon, 3);
+    /* Only a day-of-month 30 schedule: fires once, shifted. */
+    const int64_t thirtieth[] = {at(2011, 12, 30, 22, 0, 0), at(2012, 1, 29, 22, 0, 0)}; /* +14 */
+    assert_sequence("0 12 30 * *", z, at(2011, 12, 1, 0, 0, 0), thirtieth, 2);
+    cron_expr e = parse("* * * * * *");
+    assert_next(&e, z, at(2011, 12, 30, 10, 0, 5), at(2011, 12, 30, 10, 0, 6));
+    assert_next(&e, z, at(2011, 12, 30, 9, 59, 59), at(2011, 12, 30, 10, 0, 0));
+}
+
 static void test_next_lord_howe(void **state)
 {
     const tz_zone *z = tz_db_get(*state, "Australia/Lord_Howe");
@@ -405,6 +423,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_next_new_york, setup, teardown),
         cmocka_unit_test_setup_teardown(test_next_london, setup, teardown),
         cmocka_unit_test_setup_teardown(test_next_lord_howe, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_next_apia, setup, teardown),
         cmocka_unit_test_setup_teardown(test_year_against_wall_times, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

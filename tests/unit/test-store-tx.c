@@ -192,6 +192,27 @@ static void *migrate_worker(void *arg)
     return NULL;
 }
 
+/* Drops every table, whatever migrations created (names come from the
+ * catalog, not from input). */
+static void drop_all_tables(store *s)
+{
+    bool pg = store_backend_of(s) == STORE_PG;
+    char names[64][64];
+    int n = 0;
+    store_stmt *st = store_prepare(s, pg ? "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+                                         : "SELECT name FROM sqlite_master WHERE type = 'table'"
+                                           " AND name NOT LIKE 'sqlite_%'");
+    while (n < 64 && store_step(st) == STORE_ROW) snprintf(names[n++], sizeof names[0], "%s", store_col_text(st, 0));
+    store_reset(st);
+    if (!pg) EXEC_OK(s, "PRAGMA foreign_keys=OFF");
+    for (int i = 0; i < n; i++) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "DROP TABLE %s%s", names[i], pg ? " CASCADE" : "");
+        EXEC_OK(s, sql);
+    }
+    if (!pg) EXEC_OK(s, "PRAGMA foreign_keys=ON");
+}
+
 /* Two processes starting at once on a fresh database: both migrate
  * successfully and the schema is applied once. */
 static void test_concurrent_migrate(void **state)
@@ -207,13 +228,12 @@ static void test_concurrent_migrate(void **state)
         pthread_barrier_destroy(&go);
         for (int i = 0; i < 2; i++)
             if (w[i].rc != 0) fail_msg("migrator %d: rc %d: %s", i, w[i].rc, w[i].err);
-        assert_int_equal(store_schema_version(db->s), 1);
-        assert_int_equal(query_int(db->s, "SELECT count(*) FROM schema_migrations"), 1);
+        assert_int_equal(store_schema_version(db->s), store_schema_latest());
+        assert_int_equal(query_int(db->s, "SELECT count(*) FROM schema_migrations"), store_schema_latest());
         if (round == 2)
             break;
         /* start again from nothing */
-        EXEC_OK(db->s, "DROP TABLE sessions; DROP TABLE users; DROP TABLE auth_failures;"
-                       "DROP TABLE schema_migrations");
+        drop_all_tables(db->s);
         assert_int_equal(store_schema_version(db->s), 0);
     }
 }

@@ -1,0 +1,668 @@
+/* rrule_expand.c -- the recurrence engine: periods, day masks, BYSETPOS,
+ * iteration, next_after, includes. See rrule.h for the design. */
+#include "time/rrule.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define DAY 86400
+#define END_SECONDS (civil_days_from_ymd(RRULE_MAX_YEAR + 1, 1, 1) * DAY)
+
+static int64_t floordiv(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static int64_t ceildiv(int64_t a, int64_t b)
+{
+    return -floordiv(-a, b);
+}
+
+/* ---- 366-bit sets ---- */
+
+static void bits_set_range(rrule_bits *b, int lo, int hi)
+{
+    for (int i = lo; i < hi; i++) b->w[i >> 6] |= 1ull << (i & 63);
+}
+
+static void bits_set1(rrule_bits *b, int i)
+{
+    b->w[i >> 6] |= 1ull << (i & 63);
+}
+
+static bool bits_get(const rrule_bits *b, int i)
+{
+    return b->w[i >> 6] >> (i & 63) & 1;
+}
+
+static void bits_and(rrule_bits *a, const rrule_bits *b)
+{
+    for (int i = 0; i < 6; i++) a->w[i] &= b->w[i];
+}
+
+static bool bits_any(const rrule_bits *b)
+{
+    return (b->w[0] | b->w[1] | b->w[2] | b->w[3] | b->w[4] | b->w[5]) != 0;
+}
+
+/* Set bits in [lo, hi). */
+static int bits_count_range(const rrule_bits *b, int lo, int hi)
+{
+    int n = 0;
+    if (lo >= hi) return 0;
+    int wl = lo >> 6, wh = (hi - 1) >> 6;
+    for (int w = wl; w <= wh; w++) {
+        uint64_t v = b->w[w];
+        if (w == wl) v &= ~0ull << (lo & 63);
+        if (w == wh && (hi & 63)) v &= ~(~0ull << (hi & 63));
+        n += __builtin_popcountll(v);
+    }
+    return n;
+}
+
+/* First set bit >= i and < hi, or -1. */
+static int bits_next(const rrule_bits *b, int i, int hi)
+{
+    while (i < hi) {
+        uint64_t v = b->w[i >> 6] & (~0ull << (i & 63));
+        if (v) {
+            int r = (i & ~63) + __builtin_ctzll(v);
+            return r < hi ? r : -1;
+        }
+        i = (i & ~63) + 64;
+    }
+    return -1;
+}
+
+static int next_bit64(uint64_t m, int after) /* first set bit > after, or -1 */
+{
+    if (after >= 63) return -1;
+    uint64_t v = m & (~0ull << (after + 1));
+    return v ? __builtin_ctzll(v) : -1;
+}
+
+/* ---- the day mask of one year ---- */
+
+static int month_start(int64_t y, int m) /* 0-based day of year of month m's 1st */
+{
+    static const int16_t cum[13] = {0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334, 365};
+    return cum[m - 1] + (m > 2 && civil_is_leap(y));
+}
+
+static int year_kind(const rrule_plan *p, int64_t y)
+{
+    int wd = civil_weekday(civil_days_from_ymd(y, 1, 1));
+    if (p->r.has & RRULE_HAS_BYWEEKNO)
+        return wd * 8 + civil_is_leap(y - 1) * 4 + civil_is_leap(y) * 2 + civil_is_leap(y + 1);
+    return wd * 8 + civil_is_leap(y) * 2;
+}
+
+static bool weekno_selected(const rrule *r, int n, int nweeks)
+{
+    return (r->byweekno_pos >> n & 1) || (r->byweekno_neg >> (nweeks + 1 - n) & 1);
+}
+
+static void mask_weekno(const rrule *r, int64_t y, int64_t jan1, int ylen, rrule_bits *out)
+{
+    int w1 = (int)(civil_week1_start(y, r->wkst) - jan1); /* -3..3 */
+    int nweeks = civil_weeks_in_year(y, r->wkst);
+    memset(out, 0, sizeof *out);
+    for (int n = 1; n <= nweeks; n++) {
+        if (!weekno_selected(r, n, nweeks)) continue;
+        int lo = w1 + 7 * (n - 1), hi = lo + 7;
+        bits_set_range(out, lo < 0 ? 0 : lo, hi > ylen ? ylen : hi);
+    }
+    /* January days in the previous year's last week. */
+    int prev = civil_weeks_in_year(y - 1, r->wkst);
+    if (w1 > 0 && weekno_selected(r, prev, prev)) bits_set_range(out, 0, w1);
+    /* December days in next year's week 1. */
+    int tail = w1 + 7 * nweeks;
+    if (tail < ylen && weekno_selected(r, 1, civil_weeks_in_year(y + 1, r->wkst)))
+        bits_set_range(out, tail, ylen);
+}
+
+static void mark_ordinals(const rrule *r, int wd1, int a, int b, rrule_bits *out)
+{
+    for (int w = 0; w < 7; w++) {
+        uint64_t pos = r->byday_pos[w], neg = r->byday_neg[w];
+        if (!(pos | neg)) continue;
+        int first = a + (w - (wd1 + a) % 7 + 7) % 7;
+        int last = (b - 1) - (((wd1 + b - 1) % 7) - w + 7) % 7;
+        for (int n = 1; n <= 53; n++) {
+            if ((pos >> n & 1) && first + 7 * (n - 1) < b) bits_set1(out, first + 7 * (n - 1));
+            if ((neg >> n & 1) && last - 7 * (n - 1) >= a) bits_set1(out, last - 7 * (n - 1));
+        }
+    }
+}
+
+static void mask_byday(const rrule *r, int64_t y, int wd1, int ylen, rrule_bits *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int w = 0; w < 7; w++)
+        if (r->byday_plain >> w & 1)
+            for (int i = (w - wd1 + 7) % 7; i < ylen; i += 7) bits_set1(out, i);
+    bool ordinals = false;
+    for (int w = 0; w < 7; w++) ordinals |= (r->byday_pos[w] | r->byday_neg[w]) != 0;
+    if (!ordinals) return;
+    /* Ordinals count within the month for MONTHLY and for YEARLY with
+     * BYMONTH, within the year otherwise (RFC 5545 3.3.10). */
+    if (r->freq == RRULE_MONTHLY || (r->has & RRULE_HAS_BYMONTH)) {
+        for (int m = 1; m <= 12; m++)
+            mark_ordinals(r, wd1, month_start(y, m), m == 12 ? ylen : month_start(y, m + 1), out);
+    } else {
+        mark_ordinals(r, wd1, 0, ylen, out);
+    }
+}
+
+static void mask_compute(const rrule_plan *p, int64_t y, rrule_bits *m)
+{
+    const rrule *r = &p->r;
+    int64_t jan1 = civil_days_from_ymd(y, 1, 1);
+    int ylen = civil_days_in_year(y), wd1 = civil_weekday(jan1);
+    rrule_bits t;
+    memset(m, 0, sizeof *m);
+    bits_set_range(m, 0, ylen);
+    if (r->has & RRULE_HAS_BYMONTH) {
+        memset(&t, 0, sizeof t);
+        for (int mo = 1; mo <= 12; mo++)
+            if (r->bymonth >> mo & 1)
+                bits_set_range(&t, month_start(y, mo), mo == 12 ? ylen : month_start(y, mo + 1));
+        bits_and(m, &t);
+    }
+    if (r->has & RRULE_HAS_BYWEEKNO) {
+        mask_weekno(r, y, jan1, ylen, &t);
+        bits_and(m, &t);
+    }
+    if (r->has & RRULE_HAS_BYYEARDAY) {
+        memset(&t, 0, sizeof t);
+        for (int d = 1; d <= ylen; d++) {
+            if (bits_get(&r->byyearday_pos, d)) bits_set1(&t, d - 1);
+            if (bits_get(&r->byyearday_neg, d)) bits_set1(&t, ylen - d);
+        }
+        bits_and(m, &t);
+    }
+    if (r->has & RRULE_HAS_BYMONTHDAY) {
+        memset(&t, 0, sizeof t);
+        for (int mo = 1; mo <= 12; mo++) {
+            int ms = month_start(y, mo), ml = civil_days_in_month(y, mo);
+            for (int d = 1; d <= ml; d++) {
+                if (r->bymonthday_pos >> d & 1) bits_set1(&t, ms + d - 1);
+                if (r->bymonthday_neg >> d & 1) bits_set1(&t, ms + ml - d);
+            }
+        }
+        bits_and(m, &t);
+    }
+    if (r->has & RRULE_HAS_BYDAY) {
+        mask_byday(r, y, wd1, ylen, &t);
+        bits_and(m, &t);
+    }
+}
+
+static const rrule_bits *year_mask(rrule_plan *p, int64_t y)
+{
+    int k = year_kind(p, y);
+    if (!(p->mask_ok >> k & 1)) {
+        mask_compute(p, y, &p->masks[k]);
+        p->mask_ok |= 1ull << k;
+    }
+    return &p->masks[k];
+}
+
+/* ---- BYSETPOS ---- */
+
+/* How many distinct indexes BYSETPOS picks from a set of n. */
+static uint32_t setpos_count(const rrule_plan *p, uint32_t n)
+{
+    if (!p->has_setpos) return n;
+    const rrule_bits *pos = &p->r.bysetpos_pos, *neg = &p->r.bysetpos_neg;
+    uint32_t c = 0;
+    int lim = n < 366 ? (int)n : 366;
+    for (int i = bits_next(pos, 1, lim + 1); i > 0; i = bits_next(pos, i + 1, lim + 1)) c++;
+    for (int i = bits_next(neg, 1, lim + 1); i > 0; i = bits_next(neg, i + 1, lim + 1)) {
+        /* -i is index n - i, the same as +(n - i + 1). */
+        uint32_t same = n - (uint32_t)i + 1;
+        if (!(same <= 366 && bits_get(pos, (int)same))) c++;
+    }
+    return c;
+}
+
+/* Sorted distinct indexes into sel; returns how many. */
+static uint32_t setpos_resolve(const rrule_plan *p, uint32_t n, uint32_t *sel)
+{
+    const rrule_bits *pos = &p->r.bysetpos_pos, *neg = &p->r.bysetpos_neg;
+    uint32_t a[366], b[366], na = 0, nb = 0, ns = 0;
+    int lim = n < 366 ? (int)n : 366;
+    for (int i = bits_next(pos, 1, lim + 1); i > 0; i = bits_next(pos, i + 1, lim + 1))
+        a[na++] = (uint32_t)i - 1;
+    for (int i = lim; i >= 1; i--)
+        if (bits_get(neg, i)) b[nb++] = n - (uint32_t)i;
+    uint32_t i = 0, j = 0;
+    while (i < na || j < nb) {
+        uint32_t v = j >= nb || (i < na && a[i] < b[j]) ? a[i++] : b[j++];
+        if (ns == 0 || sel[ns - 1] != v) sel[ns++] = v;
+    }
+    return ns;
+}
+
+/* ---- the plan ---- */
+
+static int fail(char *err, size_t errlen, const char *msg)
+{
+    if (err && errlen) snprintf(err, errlen, "%s", msg);
+    return -1;
+}
+
+static uint16_t list_from_mask(uint64_t m, int hi, uint8_t *out)
+{
+    uint16_t n = 0;
+    for (int i = 0; i <= hi; i++)
+        if (m >> i & 1) out[n++] = (uint8_t)i;
+    return n;
+}
+
+/* Hours, minutes and seconds: the lists a period expands into and the masks
+ * a sub-daily period must pass (RFC 5545's table of "limit"/"expand"). */
+static void plan_times(rrule_plan *p, const civil_time *dt)
+{
+    const rrule *r = &p->r;
+    uint64_t all60 = (1ull << 60) - 1;
+    uint64_t h = r->has & RRULE_HAS_BYHOUR ? r->byhour : 1ull << dt->hour;
+    uint64_t m = r->has & RRULE_HAS_BYMINUTE ? r->byminute : 1ull << dt->minute;
+    uint64_t s = (r->has & RRULE_HAS_BYSECOND ? r->bysecond : 1ull << dt->second) & all60;
+    p->hmask = (1ull << 24) - 1;
+    p->mmask = all60;
+    p->smask = all60;
+    if (r->freq <= RRULE_HOURLY && (r->has & RRULE_HAS_BYHOUR)) p->hmask = r->byhour;
+    if (r->freq <= RRULE_MINUTELY && (r->has & RRULE_HAS_BYMINUTE)) p->mmask = r->byminute;
+    if (r->freq == RRULE_SECONDLY && (r->has & RRULE_HAS_BYSECOND)) p->smask = s;
+    if (r->freq <= RRULE_HOURLY) h = 1;
+    if (r->freq <= RRULE_MINUTELY) m = 1;
+    if (r->freq == RRULE_SECONDLY) s = 1;
+    p->nh = list_from_mask(h, 23, p->lh);
+    p->nm = list_from_mask(m, 59, p->lm);
+    p->ns = list_from_mask(s, 59, p->ls);
+    p->nt = (uint32_t)p->nh * p->nm * p->ns;
+}
+
+/* Parts the rule leaves out come from DTSTART (RFC 5545 3.3.10). */
+static void plan_defaults(rrule *r, const civil_time *dt, int64_t d0)
+{
+    if (r->has & (RRULE_HAS_BYWEEKNO | RRULE_HAS_BYYEARDAY | RRULE_HAS_BYMONTHDAY | RRULE_HAS_BYDAY))
+        return;
+    if (r->freq == RRULE_YEARLY) {
+        if (!(r->has & RRULE_HAS_BYMONTH)) {
+            r->bymonth = (uint16_t)(1u << dt->month);
+            r->has |= RRULE_HAS_BYMONTH;
+        }
+        r->bymonthday_pos = 1u << dt->day;
+        r->has |= RRULE_HAS_BYMONTHDAY;
+    } else if (r->freq == RRULE_MONTHLY) {
+        r->bymonthday_pos = 1u << dt->day;
+        r->has |= RRULE_HAS_BYMONTHDAY;
+    } else if (r->freq == RRULE_WEEKLY) {
+        r->byday_plain = (uint8_t)(1u << civil_weekday(d0));
+        r->has |= RRULE_HAS_BYDAY;
+    }
+}
+
+int rrule_plan_init(rrule_plan *p, const rrule *r, const civil_time *dt, char *err, size_t errlen)
+{
+    if (!civil_valid(dt) || dt->year < 0 || dt->year > RRULE_MAX_YEAR)
+        return fail(err, errlen, "DTSTART: not a valid date-time in years 0..9999");
+    p->r = *r;
+    p->dtstart = civil_to_seconds(dt);
+    p->d0 = floordiv(p->dtstart, DAY);
+    p->mask_ok = p->ycount_ok = 0;
+    p->has_setpos = (r->has & RRULE_HAS_BYSETPOS) != 0;
+    p->unit = 0;
+    p->until = END_SECONDS - 1;
+    if (r->has & RRULE_HAS_UNTIL) {
+        civil_time u = r->until;
+        if (r->until_kind == RRULE_UNTIL_DATE) {
+            u.hour = 23; u.minute = 59; u.second = 59;
+        }
+        if (civil_to_seconds(&u) < p->until) p->until = civil_to_seconds(&u);
+    }
+    plan_defaults(&p->r, dt, p->d0);
+    plan_times(p, dt);
+    switch (r->freq) {
+    case RRULE_YEARLY: p->p0 = dt->year; break;
+    case RRULE_MONTHLY: p->p0 = (int64_t)dt->year * 12 + dt->month - 1; break;
+    case RRULE_WEEKLY: p->p0 = p->d0 - (civil_weekday(p->d0) - r->wkst + 7) % 7; break;
+    case RRULE_DAILY: p->p0 = p->d0; break;
+    default:
+        p->unit = r->freq == RRULE_HOURLY ? 3600 : r->freq == RRULE_MINUTELY ? 60 : 1;
+        p->p0 = floordiv(p->dtstart, p->unit);
+    }
+    return 0;
+}
+
+/* Period index whose span holds local second t (may be before period 0). */
+static int64_t period_of(const rrule_plan *p, int64_t t)
+{
+    int64_t I = p->r.interval, d = floordiv(t, DAY), idx;
+    int32_t y; int8_t m, dd;
+    switch (p->r.freq) {
+    case RRULE_YEARLY:
+        civil_ymd_from_days(d, &y, &m, &dd);
+        idx = y - p->p0;
+        break;
+    case RRULE_MONTHLY:
+        civil_ymd_from_days(d, &y, &m, &dd);
+        idx = (int64_t)y * 12 + m - 1 - p->p0;
+        break;
+    case RRULE_WEEKLY: idx = floordiv(d - p->p0, 7); break;
+    case RRULE_DAILY: idx = d - p->p0; break;
+    default: idx = floordiv(t, p->unit) - p->p0;
+    }
+    return floordiv(idx, I);
+}
+
+/* ---- filling one period ---- */
+
+static void iter_year(rrule_iter *it, int64_t d)
+{
+    if (it->cmask && d >= it->cjan1 && d < it->cjan1 + it->cylen) return;
+    int32_t y; int8_t m, dd;
+    civil_ymd_from_days(d, &y, &m, &dd);
+    it->cy = y;
+    it->cjan1 = civil_days_from_ymd(y, 1, 1);
+    it->cylen = civil_days_in_year(y);
+    it->cmask = year_mask(it->p, y);
+}
+
+/* First day >= d that passes the day mask, or -1 past year 9999. */
+static int64_t next_day(rrule_iter *it, int64_t d)
+{
+    for (;;) {
+        iter_year(it, d);
+        if (it->cy > RRULE_MAX_YEAR) return -1;
+        int i = bits_next(it->cmask, (int)(d - it->cjan1), it->cylen);
+        if (i >= 0) return it->cjan1 + i;
+        d = it->cjan1 + it->cylen;
+        if (it->budget-- == 0) return -1;
+    }
+}
+
+/* After the day list of a period is in base[], n and sel follow. */
+static bool finish_period(rrule_iter *it, uint32_t nd)
+{
+    rrule_plan *p = it->p;
+    it->nd = (uint16_t)nd;
+    it->n = nd * p->nt;
+    it->pos = 0;
+    if (it->n == 0) return false;
+    if (p->has_setpos) {
+        it->nsel = setpos_resolve(p, it->n, it->sel);
+        return it->nsel > 0;
+    }
+    it->nsel = it->n;
+    return true;
+}
+
+static uint32_t days_from_mask(rrule_iter *it, const rrule_bits *m, int64_t jan1, int lo, int hi,
+                               uint32_t nd)
+{
+    for (int i = bits_next(m, lo, hi); i >= 0; i = bits_next(m, i + 1, hi))
+        it->base[nd++] = (jan1 + i) * DAY;
+    return nd;
+}
+
+/* Sub-daily: first period >= k whose day, hour, minute and second pass. */
+static bool fill_subdaily(rrule_iter *it, int64_t *kp)
+{
+    rrule_plan *p = it->p;
+    int64_t I = p->r.interval, k = *kp, end = END_SECONDS;
+    while (it->budget-- > 0) {
+        int64_t s = (p->p0 + k * I) * p->unit, target = -1;
+        if (s >= end) return false;
+        int64_t d = floordiv(s, DAY);
+        int64_t nd = next_day(it, d);
+        if (nd < 0) return false;
+        int tod = (int)(s - d * DAY), h = tod / 3600, mi = tod / 60 % 60, se = tod % 60;
+        if (nd != d) {
+            target = nd * DAY;
+        } else if (!(p->hmask >> h & 1)) {
+            int nh = next_bit64(p->hmask, h);
+            target = nh < 0 ? (d + 1) * DAY : d * DAY + nh * 3600;
+        } else if (!(p->mmask >> mi & 1)) {
+            int nm = next_bit64(p->mmask, mi);
+            target = nm < 0 ? d * DAY + (h + 1) * 3600 : d * DAY + h * 3600 + nm * 60;
+        } else if (!(p->smask >> se & 1)) {
+            int ns = next_bit64(p->smask, se);
+            target = ns < 0 ? s - se + 60 : s - se + ns;
+        }
+        if (target >= 0) {
+            k = ceildiv(ceildiv(target, p->unit) - p->p0, I);
+            continue;
+        }
+        it->base[0] = s;
+        *kp = k;
+        if (finish_period(it, 1)) return true;
+        k++;
+    }
+    return false;
+}
+
+/* Fills the first period >= *kp that has occurrences; false when none. */
+static bool fill(rrule_iter *it, int64_t *kp)
+{
+    rrule_plan *p = it->p;
+    int64_t I = p->r.interval, k = *kp;
+    if (p->nt == 0) return false;
+    if (p->unit) return fill_subdaily(it, kp);
+    for (; it->budget > 0; it->budget--, k++) {
+        uint32_t nd = 0;
+        if (p->r.freq == RRULE_YEARLY) {
+            int64_t y = p->p0 + k * I;
+            if (y > RRULE_MAX_YEAR) return false;
+            const rrule_bits *m = year_mask(p, y);
+            if (!bits_any(m)) continue;
+            nd = days_from_mask(it, m, civil_days_from_ymd(y, 1, 1), 0, 366, 0);
+        } else if (p->r.freq == RRULE_MONTHLY) {
+            int64_t mi = p->p0 + k * I, y = floordiv(mi, 12);
+            int mo = (int)(mi - y * 12) + 1;
+            if (y > RRULE_MAX_YEAR) return false;
+            const rrule_bits *m = year_mask(p, y);
+            int lo = month_start(y, mo);
+            nd = days_from_mask(it, m, civil_days_from_ymd(y, 1, 1), lo,
+                                lo + civil_days_in_month(y, mo), 0);
+        } else if (p->r.freq == RRULE_WEEKLY) {
+            int64_t ws = p->p0 + 7 * k * I;
+            for (int64_t d = ws; d < ws + 7; d++) {
+                iter_year(it, d);
+                if (it->cy > RRULE_MAX_YEAR) return false;
+                if (bits_get(it->cmask, (int)(d - it->cjan1))) it->base[nd++] = d * DAY;
+            }
+        } else { /* DAILY */
+            int64_t d = p->p0 + k * I, nd_ = next_day(it, d);
+            if (nd_ < 0) return false;
+            if (nd_ != d) {
+                k = ceildiv(nd_ - p->p0, I) - 1;
+                continue;
+            }
+            it->base[0] = d * DAY;
+            nd = 1;
+        }
+        if (nd && finish_period(it, nd)) {
+            *kp = k;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Local second of index i of the filled period. */
+static int64_t occurrence_at(const rrule_iter *it, uint32_t i)
+{
+    const rrule_plan *p = it->p;
+    if (p->nt == 1) return it->base[i] + p->lh[0] * 3600 + p->lm[0] * 60 + p->ls[0];
+    uint32_t di = i / p->nt, ti = i % p->nt;
+    uint32_t per_h = (uint32_t)p->nm * p->ns;
+    return it->base[di] + p->lh[ti / per_h] * 3600 + p->lm[ti / p->ns % p->nm] * 60 +
+           p->ls[ti % p->ns];
+}
+
+/* ---- counting whole periods (for COUNT) ---- */
+
+static uint32_t ycount(rrule_plan *p, int64_t y)
+{
+    int k = year_kind(p, y);
+    if (!(p->ycount_ok >> k & 1)) {
+        const rrule_bits *m = year_mask(p, y);
+        p->ycount[k] = setpos_count(p, (uint32_t)bits_count_range(m, 0, 366) * p->nt);
+        p->ycount_ok |= 1ull << k;
+    }
+    return p->ycount[k];
+}
+
+/* Days in [a, b) that pass the mask. */
+static uint64_t count_days(rrule_iter *it, int64_t a, int64_t b)
+{
+    uint64_t c = 0;
+    while (a < b) {
+        iter_year(it, a);
+        if (it->cy > RRULE_MAX_YEAR) break;
+        int64_t stop = it->cjan1 + it->cylen < b ? it->cjan1 + it->cylen : b;
+        c += (uint64_t)bits_count_range(it->cmask, (int)(a - it->cjan1), (int)(stop - it->cjan1));
+        a = stop;
+    }
+    return c;
+}
+
+/* Occurrences in periods [k1, k2), stopping once cap is reached. */
+static uint64_t count_periods(rrule_iter *it, int64_t k1, int64_t k2, uint64_t cap)
+{
+    rrule_plan *p = it->p;
+    int64_t I = p->r.interval;
+    uint64_t c = 0;
+    switch (p->r.freq) {
+    case RRULE_YEARLY:
+        for (int64_t k = k1; k < k2 && c < cap && p->p0 + k * I <= RRULE_MAX_YEAR; k++)
+            c += ycount(p, p->p0 + k * I);
+        return c;
+    case RRULE_MONTHLY:
+        for (int64_t k = k1; k < k2 && c < cap; k++) {
+            int64_t mi = p->p0 + k * I, y = floordiv(mi, 12);
+            int mo = (int)(mi - y * 12) + 1;
+            if (y > RRULE_MAX_YEAR) break;
+            int lo = month_start(y, mo);
+            c += setpos_count(p, (uint32_t)bits_count_range(year_mask(p, y), lo,
+                                  lo + civil_days_in_month(y, mo)) * p->nt);
+        }
+        return c;
+    case RRULE_WEEKLY:
+        if (I == 1 && !p->has_setpos)
+            return count_days(it, p->p0 + 7 * k1, p->p0 + 7 * k2) * p->nt;
+        for (int64_t k = k1; k < k2 && c < cap; k++) {
+            int64_t ws = p->p0 + 7 * k * I;
+            c += setpos_count(p, (uint32_t)count_days(it, ws, ws + 7) * p->nt);
+        }
+        return c;
+    case RRULE_DAILY: {
+        uint64_t per = setpos_count(p, p->nt);
+        if (I == 1) return count_days(it, p->p0 + k1, p->p0 + k2) * per;
+        for (int64_t k = k1; k < k2 && c < cap; k++) {
+            int64_t d = p->p0 + k * I;
+            iter_year(it, d);
+            if (it->cy > RRULE_MAX_YEAR) break;
+            if (bits_get(it->cmask, (int)(d - it->cjan1))) c += per;
+        }
+        return c;
+    }
+    default: {
+        int64_t k = k1;
+        while (k < k2 && c < cap && fill_subdaily(it, &k) && k < k2) {
+            c += it->nsel;
+            k++;
+        }
+        return c;
+    }
+    }
+}
+
+/* ---- iteration ---- */
+
+void rrule_iter_init(rrule_iter *it, rrule_plan *p, int64_t from)
+{
+    it->p = p;
+    it->from = from;
+    it->budget = RRULE_SCAN_BUDGET;
+    it->cmask = NULL;
+    it->done = false;
+    it->n = it->nsel = it->pos = 0;
+    it->index = 0;
+    it->dtstart_pending = from <= p->dtstart;
+    it->k = 0;
+    if (from <= p->dtstart) return;
+    it->index = 1; /* DTSTART */
+    int64_t k = period_of(p, from < END_SECONDS ? from : END_SECONDS);
+    if (k <= 0) return;
+    if (p->r.has & RRULE_HAS_COUNT) {
+        /* Occurrences after DTSTART in period 0, then whole periods. */
+        uint64_t cap = p->r.count;
+        int64_t k0 = 0;
+        if (fill(it, &k0) && k0 == 0)
+            for (uint32_t i = 0; i < it->nsel; i++)
+                it->index += occurrence_at(it, p->has_setpos ? it->sel[i] : i) > p->dtstart;
+        if (it->index < cap) it->index += count_periods(it, 1, k, cap - it->index);
+        it->n = it->nsel = it->pos = 0;
+        if (it->index >= cap) it->done = true;
+    }
+    it->k = k;
+}
+
+bool rrule_iter_next(rrule_iter *it, int64_t *out)
+{
+    rrule_plan *p = it->p;
+    uint64_t cap = p->r.has & RRULE_HAS_COUNT ? p->r.count : UINT64_MAX;
+    if (it->dtstart_pending) {
+        it->dtstart_pending = false;
+        it->index = 1;
+        *out = p->dtstart;
+        return true;
+    }
+    while (!it->done) {
+        if (it->pos >= it->nsel) {
+            if (it->n) it->k++;
+            it->n = 0;
+            if (!fill(it, &it->k)) break;
+        }
+        uint32_t i = it->pos++;
+        int64_t t = occurrence_at(it, p->has_setpos ? it->sel[i] : i);
+        if (t <= p->dtstart) continue;
+        if (t > p->until || it->index >= cap) break;
+        it->index++;
+        if (t < it->from) continue;
+        *out = t;
+        return true;
+    }
+    it->done = true;
+    return false;
+}
+
+size_t rrule_expand(rrule_plan *p, int64_t from, int64_t to, int64_t *out, size_t limit)
+{
+    rrule_iter it;
+    size_t n = 0;
+    int64_t t;
+    rrule_iter_init(&it, p, from);
+    while (n < limit && rrule_iter_next(&it, &t) && t < to) out[n++] = t;
+    return n;
+}
+
+bool rrule_next_after(rrule_plan *p, int64_t t, int64_t *out)
+{
+    rrule_iter it;
+    rrule_iter_init(&it, p, t + 1);
+    return rrule_iter_next(&it, out);
+}
+
+bool rrule_includes(rrule_plan *p, int64_t t)
+{
+    rrule_iter it;
+    int64_t got;
+    rrule_iter_init(&it, p, t);
+    return rrule_iter_next(&it, &got) && got == t;
+}
