@@ -107,6 +107,16 @@ static int register_jobs(app *a)
                          .misfire = JOBS_MISFIRE_SKIP, .misfire_after_ms = 60000};
         if (jobs_register(a->jobs, &tick, err, sizeof err) != 0) goto fail;
     }
+    /* Spread over the seconds of the period, as many users' jobs would be. */
+    for (int64_t i = 0; i < a->cfg.bench_jobs; i++) {
+        char name[32], sched[64];
+        snprintf(name, sizeof name, "bench-%05lld", (long long)i);
+        snprintf(sched, sizeof sched, "%lld/%lld * * * * *", (long long)(i % a->cfg.bench_every),
+                 (long long)a->cfg.bench_every);
+        jobs_def b = {.name = name, .schedule = sched, .handler = jobs_noop_handler, .enabled = true,
+                      .misfire = JOBS_MISFIRE_SKIP};
+        if (jobs_register(a->jobs, &b, err, sizeof err) != 0) goto fail;
+    }
     return 0;
 fail:
     log_error("jobs: %s", err);

@@ -51,6 +51,9 @@ static const opt_def opts[] = {
      "this node's id among the nodes sharing the database (default: made up at start)"},
     NUM("test-tick-job", test_tick_job, OPT_INT, -1, 60000,
         "for tests: run the per-second 'tick' job with N ms of pretend work (default -1: off)"),
+    NUM("bench-jobs", bench_jobs, OPT_INT, 0, 100000, "for bench/jobs: register N no-op jobs (default 0)"),
+    NUM("bench-every", bench_every, OPT_INT, 1, 60,
+        "for bench/jobs: seconds between runs of each, a divisor of 60 (default 60)"),
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -72,6 +75,7 @@ void config_defaults(chime_config *c)
     c->lease_heartbeat = 5000;
     c->lease_ttl = 15000;
     c->test_tick_job = -1;
+    c->bench_every = 60;
 }
 
 /* "2", "0.5", "1.25" seconds or "500ms", to whole milliseconds. */

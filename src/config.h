@@ -27,6 +27,8 @@ typedef struct chime_config {
     int64_t lease_ttl;      /* ms a lease lasts unless renewed */
     char node_id[64];       /* "" = made up at start */
     int64_t test_tick_job;  /* -1 off; else ms of pretend work per tick */
+    int64_t bench_jobs;     /* bench/jobs: this many no-op jobs ... */
+    int64_t bench_every;    /* ... each firing every this many seconds */
 } chime_config;
 
 void config_defaults(chime_config *c);

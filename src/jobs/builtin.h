@@ -21,4 +21,8 @@ int jobs_cleanup_handler(jobs_run *r, void *arg);
  * that records the run -- so each tick is written exactly once. */
 int jobs_tick_handler(jobs_run *r, void *arg);
 
+/* Does nothing; the scheduler's own record of the run is the work
+ * (bench/jobs measures the scheduler, not a handler). */
+int jobs_noop_handler(jobs_run *r, void *arg);
+
 #endif

@@ -636,10 +636,13 @@ static size_t count_enabled(jobs_scheduler *s, size_t *held)
     return n;
 }
 
-/* Above our fair share while others are idle: give one lease back. */
-static bool shed_one(jobs_scheduler *s, store *db)
+/* Above our fair share while other nodes are live: give the excess back
+ * (idle jobs only), so they spread without waiting for anything to expire.
+ * Returns how many were released. */
+static size_t shed(jobs_scheduler *s, store *db, size_t excess)
 {
-    for (size_t i = s->n; i-- > 0;) {
+    size_t n = 0;
+    for (size_t i = s->n; i-- > 0 && n < excess;) {
         sched_job *sj = &s->jobs[i];
         pthread_mutex_lock(&s->mu);
         bool ok = sj->active && !sj->running;
@@ -647,10 +650,10 @@ static bool shed_one(jobs_scheduler *s, store *db)
         pthread_mutex_unlock(&s->mu);
         if (!ok) continue;
         lease_hold_release(db, &sj->hold);
-        log_info("job %s: lease released to balance the jobs across nodes", sj->job->name);
-        return true;
+        n++;
     }
-    return false;
+    if (n) log_info("jobs: released %zu lease(s) to balance the jobs across nodes", n);
+    return n;
 }
 
 /* Takes free and expired leases up to our share. Returns when (mono ms) to
@@ -662,7 +665,7 @@ static int64_t acquire_pass(jobs_scheduler *s, store *db, bool *seen, bool *orph
     if (live < 1) live = 1;
     size_t held, enabled = count_enabled(s, &held);
     size_t share = (enabled + (size_t)live - 1) / (size_t)live;
-    if (held > share && live > 1 && shed_one(s, db)) held--;
+    if (held > share && live > 1) held -= shed(s, db, held - share);
     memset(seen, 0, s->n * sizeof *seen);
     memset(orphan, 0, s->n * sizeof *orphan);
     store_stmt *st = store_prepare(db, "SELECT name, owner, expires_ms FROM leases WHERE name LIKE 'job:%'");
