@@ -76,7 +76,7 @@ enum {
 enum rrule_until_kind { RRULE_UNTIL_DATE = 1, RRULE_UNTIL_LOCAL, RRULE_UNTIL_UTC };
 
 #define RRULE_TEXT_MAX 4096       /* longest RRULE text accepted */
-#define RRULE_SCAN_BUDGET (1u << 20)
+#define RRULE_SCAN_BUDGET (1u << 17)
 #define RRULE_MAX_YEAR 9999
 
 /* Sets of numbers are bitmaps: bit n stands for the value n (or -n in the
@@ -131,6 +131,7 @@ typedef struct rrule_plan {
     uint16_t nh, nm, ns;
     uint32_t nt;              /* times per day (or per sub-daily period) */
     bool has_setpos;
+    bool never;               /* known to yield nothing but DTSTART */
     uint64_t mask_ok;         /* which kinds of year have masks[] filled */
     uint64_t ycount_ok;       /* YEARLY: which ycount[] are filled */
     rrule_bits masks[56];

@@ -285,6 +285,43 @@ static void plan_times(rrule_plan *p, const civil_time *dt)
     p->nt = (uint32_t)p->nh * p->nm * p->ns;
 }
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Sub-daily: can any period start on an allowed hour/minute/second at all?
+ * Period starts fall on one residue class modulo gcd(INTERVAL, periods per
+ * day), so a rule like FREQ=HOURLY;INTERVAL=2;BYHOUR=1 from an even hour is
+ * known empty here instead of after a long scan. */
+static bool subdaily_reachable(const rrule_plan *p)
+{
+    int64_t per_day = DAY / p->unit, g = gcd64(p->r.interval, per_day);
+    int64_t r0 = p->p0 - floordiv(p->p0, g) * g;
+    for (int h = 0; h < 24; h++) {
+        if (!(p->hmask >> h & 1)) continue;
+        if (p->unit == 3600) {
+            if (h % g == r0) return true;
+            continue;
+        }
+        for (int m = 0; m < 60; m++) {
+            if (!(p->mmask >> m & 1)) continue;
+            if (p->unit == 60) {
+                if ((h * 60 + m) % g == r0) return true;
+                continue;
+            }
+            for (int s = 0; s < 60; s++)
+                if ((p->smask >> s & 1) && (h * 3600 + m * 60 + s) % g == r0) return true;
+        }
+    }
+    return false;
+}
+
 /* Parts the rule leaves out come from DTSTART (RFC 5545 3.3.10). */
 static void plan_defaults(rrule *r, const civil_time *dt, int64_t d0)
 {
@@ -335,6 +372,10 @@ int rrule_plan_init(rrule_plan *p, const rrule *r, const civil_time *dt, char *e
         p->unit = r->freq == RRULE_HOURLY ? 3600 : r->freq == RRULE_MINUTELY ? 60 : 1;
         p->p0 = floordiv(p->dtstart, p->unit);
     }
+    /* BYSETPOS can only pick from as many occurrences as a period can hold. */
+    static const uint32_t max_days[] = {1, 1, 1, 1, 7, 31, 366};
+    p->never = p->nt == 0 || (p->unit && !subdaily_reachable(p)) ||
+               setpos_count(p, max_days[r->freq] * p->nt) == 0;
     return 0;
 }
 
@@ -414,6 +455,7 @@ static bool fill_subdaily(rrule_iter *it, int64_t *kp)
 {
     rrule_plan *p = it->p;
     int64_t I = p->r.interval, k = *kp, end = END_SECONDS;
+    if (p->never) return false;
     while (it->budget-- > 0) {
         int64_t s = (p->p0 + k * I) * p->unit, target = -1;
         if (s >= end) return false;
@@ -450,7 +492,7 @@ static bool fill(rrule_iter *it, int64_t *kp)
 {
     rrule_plan *p = it->p;
     int64_t I = p->r.interval, k = *kp;
-    if (p->nt == 0) return false;
+    if (p->never) return false;
     if (p->unit) return fill_subdaily(it, kp);
     for (; it->budget > 0; it->budget--, k++) {
         uint32_t nd = 0;
