@@ -1,17 +1,155 @@
-/* main.c -- the chime command line. */
+/* main.c -- the chime command line: serve, migrate, rrule. */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "app.h"
 #include "cli_rrule.h"
+#include "base/base.h"
+#include "config.h"
+#include "store/store.h"
+#include "users/users.h"
+
+#define CHIME_VERSION "0.1.0"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: chime VERB [options]\n\n"
+               "verbs:\n"
+               "  serve     run the server (chime serve --help for every option)\n"
+               "  migrate   apply database migrations and exit\n"
+               "  rrule     expand RFC 5545 recurrence rules (chime rrule --help)\n"
+               "  version   print the version\n");
+}
+
+/* "sqlite:var/chime.db" needs var/ to exist; make it, one level deep. */
+static void make_sqlite_dir(const char *url)
+{
+    if (strncmp(url, "sqlite:", 7) != 0) return;
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", url + 7);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) return;
+    *slash = '\0';
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) log_warn("cannot create %s: %s", dir, strerror(errno));
+}
+
+static store *open_and_migrate(const chime_config *cfg)
+{
+    char err[512];
+    make_sqlite_dir(cfg->db);
+    store *db = store_open(cfg->db, err, sizeof err);
+    if (!db) {
+        log_error("cannot open database %s: %s", cfg->db, err);
+        return NULL;
+    }
+    if (store_migrate(db) != STORE_OK) {
+        log_error("migrations failed: %s", store_errmsg(db));
+        store_close(db);
+        return NULL;
+    }
+    return db;
+}
+
+static int load_config(chime_config *cfg, const char *verb, int argc, char **argv)
+{
+    config_defaults(cfg);
+    int rc = config_load(cfg, verb, argc, argv);
+    if (rc != 0) return rc;
+    static const char *levels[] = {"debug", "info", "warn", "error"};
+    for (int i = 0; i < 4; i++)
+        if (strcmp(cfg->log_level, levels[i]) == 0) {
+            log_set_level((log_level)i);
+            return 0;
+        }
+    fprintf(stderr, "chime: log-level must be debug, info, warn or error\n");
+    return -1;
+}
+
+static int cmd_migrate(int argc, char **argv)
+{
+    chime_config cfg;
+    int rc = load_config(&cfg, "migrate", argc, argv);
+    if (rc != 0) return rc > 0 ? 0 : 2;
+    store *db = open_and_migrate(&cfg);
+    if (!db) return 1;
+    printf("schema version %d\n", store_schema_version(db));
+    store_close(db);
+    return 0;
+}
+
+static int cmd_serve(int argc, char **argv)
+{
+    app *a = calloc(1, sizeof *a);
+    if (!a) return 1;
+    int rc = load_config(&a->cfg, "serve", argc, argv);
+    if (rc != 0) {
+        free(a);
+        return rc > 0 ? 0 : 2;
+    }
+    if (a->cfg.threads == 0) a->cfg.threads = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
+    store *db = open_and_migrate(&a->cfg);
+    if (!db) {
+        free(a);
+        return 1;
+    }
+    store_close(db);
+    char pw[33];
+    unsigned char raw[16];
+    base_random(raw, sizeof raw);
+    base_hex(raw, sizeof raw, pw);
+    users_hash_password(pw, a->cfg.password_ops, a->cfg.password_mem, a->dummy_hash);
+
+    /* Loop threads inherit this mask; only sigwait below sees the signals. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    a->tz = tz_db_new(NULL);
+    a->http = a->tz ? app_http_new(a) : NULL;
+    if (!a->http || http_server_start(a->http) != 0) {
+        http_server_free(a->http);
+        tz_db_free(a->tz);
+        free(a);
+        return 1;
+    }
+    log_info("chime %s serving, database %s", CHIME_VERSION, a->cfg.db);
+    int sig = 0;
+    sigwait(&set, &sig);
+    log_info("received %s: finishing in-flight requests", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    http_server_stop(a->http);
+    http_server_free(a->http);
+    tz_db_free(a->tz);
+    free(a);
+    log_info("stopped cleanly");
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "rrule") == 0)
-        return cli_rrule_main(argc - 1, argv + 1);
-    if (argc > 1 && strcmp(argv[1], "--help") == 0) {
-        puts("usage: chime serve [options]");
+    if (base_init() != 0) {
+        fprintf(stderr, "chime: cannot initialise libsodium\n");
+        return 1;
+    }
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("chime %s\n", CHIME_VERSION);
         return 0;
     }
-    fprintf(stderr, "chime: not yet\n");
+    if (strcmp(argv[1], "rrule") == 0) return cli_rrule_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "serve") == 0) return cmd_serve(argc - 2, argv + 2);
+    if (strcmp(argv[1], "migrate") == 0) return cmd_migrate(argc - 2, argv + 2);
+    fprintf(stderr, "chime: unknown verb '%s'\n", argv[1]);
+    usage(stderr);
     return 2;
 }

@@ -20,6 +20,7 @@ export CHIME_BIN=$root/build/san/chime
 export CHIME_TEST_TMP=$tmp
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0
 PY=/usr/bin/python3
 pattern=${TESTS:-}
 

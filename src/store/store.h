@@ -17,6 +17,32 @@
  *     store_reset(st);            // ready for new bindings; keep it cached
  * Statements are cached per connection by their SQL text, so handlers may
  * call store_prepare on every request cheaply.
+ *
+ * Details both backends share:
+ * - One SQL text is one statement: store_prepare returns the same (reset)
+ *   statement each time, so do not nest two uses of the same text. The cache
+ *   never evicts; SQL must come from a fixed set of strings (at most 4096
+ *   distinct texts per connection), never be built from data.
+ * - Any failed statement aborts the open transaction (PostgreSQL's rule,
+ *   enforced on SQLite too): later statements fail and store_commit rolls
+ *   back. Use ON CONFLICT rather than trying and catching inside one.
+ * - A failed store_commit has rolled the transaction back. store_rollback
+ *   outside a transaction is a no-op returning STORE_OK.
+ * - Lock waits end after 5 s with STORE_BUSY (SQLite busy_timeout,
+ *   PostgreSQL lock_timeout); retry the whole transaction.
+ * - After STORE_DONE or an error, store_step repeats that answer until
+ *   store_reset; binding needs a reset statement.
+ * - A failed store_prepare returns NULL, and every statement call accepts
+ *   NULL (binds and steps return STORE_ERROR, store_errmsg keeps the
+ *   prepare error), so checking store_step's result is enough.
+ * - PostgreSQL prepares a statement at its first store_step, so an SQL error
+ *   shows there rather than at store_prepare (as it does on SQLite). An
+ *   integer parameter is typed bigint (write $1::int where a function wants
+ *   int4); other parameters are typed by the server from context.
+ * - store_col_int64 reads booleans as 1/0 and truncates fractions on both
+ *   backends; non-numeric text reads as 0.
+ * - STORE_CONN (PostgreSQL): the connection dropped. Outside a transaction the
+ *   next call reconnects; inside one, every call fails until store_rollback.
  */
 #ifndef CHIME_STORE_H
 #define CHIME_STORE_H
@@ -53,6 +79,8 @@ const char *store_errmsg(const store *s);
 int store_migrate(store *s);
 /* The schema version after the last applied migration. */
 int store_schema_version(store *s);
+/* The newest version this program knows (the last migration's). */
+int store_schema_latest(void);
 
 /* Transactions. store_begin takes the write lock at once on SQLite
  * (BEGIN IMMEDIATE) so two writers never deadlock on lock upgrade. */

@@ -9,6 +9,14 @@
  * Local -> UTC follows RFC 5545 3.3.5: a wall time inside a DST gap takes the
  * offset in force before the gap (02:30 on a spring-forward day is 03:30 after
  * the shift); a wall time repeated by an overlap is the first of the two.
+ *
+ * Floating times (RFC 5545 local times with no TZID) are a NULL zone: every
+ * lookup function accepts z == NULL and treats it as offset 0, so local and
+ * UTC seconds are the same number and the abbreviation is "".
+ *
+ * Leap seconds are not modelled: TZif files with a leap-second table (the
+ * right/ tree) are rejected. Instants are clamped to about +-300,000 years
+ * where a rule has to be evaluated; results saturate instead of overflowing.
  */
 #ifndef CHIME_TIME_TZ_H
 #define CHIME_TIME_TZ_H
@@ -28,6 +36,7 @@ void tz_db_free(tz_db *db);
  * when there is no such zone or its file is malformed. Names with "..",
  * a leading '/', or characters outside [A-Za-z0-9/_+-] are rejected. */
 const tz_zone *tz_db_get(tz_db *db, const char *name);
+/* The name the zone was loaded under; "" for the floating (NULL) zone. */
 const char *tz_zone_name(const tz_zone *z);
 
 /* UTC offset in seconds (east positive) in force at a UTC instant. */
@@ -38,6 +47,14 @@ int64_t tz_local_to_utc(const tz_zone *z, int64_t local_secs);
 int64_t tz_utc_to_local(const tz_zone *z, int64_t utc_secs);
 /* Abbreviation in force at a UTC instant ("EST", "CEST"). */
 const char *tz_abbrev_at(const tz_zone *z, int64_t utc_secs);
+
+/* Parse a TZif file (RFC 8536, versions 1-4) held in memory, validating
+ * every count and index against len, and its POSIX TZ footer. The result is
+ * owned by the caller (tz_zone_free); NULL when malformed or out of memory.
+ * tz_db_get uses this; it is public for the fuzz target and for tests.
+ * name (copied; NULL means "") is what tz_zone_name will return. */
+tz_zone *tz_zone_parse(const char *name, const uint8_t *data, size_t len);
+void tz_zone_free(tz_zone *z);
 
 /* Is the zone's name a known Windows zone name ("Eastern Standard Time")?
  * Returns the IANA name for it, or NULL. For iCalendar import. */

@@ -1,0 +1,121 @@
+/* base.c -- clocks, ids, hashing and logging shared by every module. */
+#include "base/base.h"
+
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+int64_t base_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t base_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int base_init(void)
+{
+    return sodium_init() < 0 ? -1 : 0;
+}
+
+void base_random(void *buf, size_t len)
+{
+    randombytes_buf(buf, len);
+}
+
+int64_t base_id_new(void)
+{
+    uint64_t v;
+    do {
+        randombytes_buf(&v, sizeof v);
+        v &= INT64_MAX;
+    } while (v == 0);
+    return (int64_t)v;
+}
+
+void base_id_format(int64_t id, char buf[17])
+{
+    snprintf(buf, 17, "%016llx", (unsigned long long)id);
+}
+
+int base_id_parse(const char *s, size_t len, int64_t *id)
+{
+    uint64_t v = 0;
+    if (len != 16) return -1;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0) return -1;
+        v = v << 4 | (uint64_t)d;
+    }
+    if (v == 0 || v > INT64_MAX) return -1;
+    *id = (int64_t)v;
+    return 0;
+}
+
+void base_hex(const unsigned char *in, size_t len, char *out)
+{
+    sodium_bin2hex(out, len * 2 + 1, in, len);
+}
+
+void base_sha256_hex(const void *data, size_t len, char out[65])
+{
+    unsigned char h[crypto_hash_sha256_BYTES];
+    crypto_hash_sha256(h, data, len);
+    base_hex(h, sizeof h, out);
+}
+
+bool base_equal_ct(const void *a, const void *b, size_t len)
+{
+    return sodium_memcmp(a, b, len) == 0;
+}
+
+void base_format_rfc3339_ms(int64_t ms, char *buf, size_t size)
+{
+    int64_t secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
+    time_t t = (time_t)secs;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+             tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms - secs * 1000));
+}
+
+static _Atomic int log_threshold = LOG_INFO;
+
+void log_set_level(log_level level)
+{
+    log_threshold = level;
+}
+
+void log_msg(log_level level, const char *fmt, ...)
+{
+    static const char *names[] = {"debug", "info", "warn", "error"};
+    if ((int)level < log_threshold) return;
+    char line[2048];
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    int n = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s ",
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                     tm.tm_sec, ts.tv_nsec / 1000000, names[level]);
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
+    if (len > sizeof line - 2) len = sizeof line - 2;
+    line[len++] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, len);
+    (void)w;
+}

@@ -1,0 +1,359 @@
+/* cal_expand.c -- series into instances, and the range listing.
+ *
+ * A listing is a k-way merge: every series is an iterator over its instances
+ * (rrule_set_iter, which jumps straight to the range), every moved or
+ * retitled instance (override) and every single event is a one-item source.
+ * A binary heap pops items in (start, event id, original start) order until
+ * the page is full, so a series with no end costs only the instances that
+ * land on the page, never the whole range. */
+#include "calendar/calendar.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "time/rrule.h"
+
+int cal_series_init(cal_series *s, const cal_event *e, tz_db *tz, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->ev = e;
+    const char *zone = cal_event_zone_name(e);
+    s->zone = zone[0] ? tz_db_get(tz, zone) : NULL;
+    rrule r, *rp = NULL;
+    if (e->rrule) {
+        if (rrule_parse(e->rrule, strlen(e->rrule), &r, err, errlen) != 0) return -1;
+        rp = &r;
+    }
+    s->recurring = rp != NULL || e->nrdates > 0;
+    /* The set sorts its date arrays in place; ours are kept sorted already. */
+    return rrule_set_init(&s->set, rp, &e->start_local, s->zone, e->rdates, e->nrdates, e->exdates, e->nexdates,
+                          err, errlen);
+}
+
+int64_t cal_series_utc_ms(const cal_series *s, int64_t local)
+{
+    return rrule_set_to_utc(&s->set, local) * 1000;
+}
+
+int64_t cal_series_end_ms(const cal_series *s, int64_t local_start)
+{
+    /* All-day events last whole days of wall time; timed ones an exact
+     * duration, as RFC 5545 3.8.5.3 says for DTEND-defined events. */
+    if (s->ev->all_day) return cal_series_utc_ms(s, local_start + s->ev->duration_s);
+    return cal_series_utc_ms(s, local_start) + s->ev->duration_s * 1000;
+}
+
+bool cal_series_has_instance(cal_series *s, int64_t utc_ms, int64_t *local)
+{
+    if (utc_ms % 1000 != 0) return false;
+    int64_t l = tz_utc_to_local(s->zone, utc_ms / 1000);
+    if (cal_series_utc_ms(s, l) != utc_ms || !rrule_set_includes(&s->set, l)) return false;
+    *local = l;
+    return true;
+}
+
+int64_t cal_parse_instance_key(const cal_series *s, const char *text, size_t len)
+{
+    civil_time t;
+    bool is_date;
+    if (s->ev->all_day) {
+        if (len != 8 || civil_parse_basic(text, 8, &t, &is_date) != 0) return -1;
+        return cal_series_utc_ms(s, civil_to_seconds(&t));
+    }
+    if (len != 16 || text[15] != 'Z' || civil_parse_basic(text, 15, &t, &is_date) != 0) return -1;
+    return civil_to_seconds(&t) * 1000;
+}
+
+void cal_item_id(const cal_item *it, char *buf, size_t size)
+{
+    char id[17], when[17];
+    base_id_format(it->ev->id, id);
+    if (!it->recurring) {
+        snprintf(buf, size, "%s", id);
+        return;
+    }
+    civil_time t;
+    if (it->ev->all_day) {
+        civil_from_seconds(it->original_local, &t);
+        civil_format_basic(&t, true, when, sizeof when);
+        snprintf(buf, size, "%s_%s", id, when);
+    } else {
+        civil_from_seconds(it->original_ms / 1000, &t);
+        civil_format_basic(&t, false, when, sizeof when);
+        snprintf(buf, size, "%s_%sZ", id, when);
+    }
+}
+
+/* ---- the merge ---------------------------------------------------------- */
+
+typedef struct source {
+    cal_series series;        /* for series sources */
+    rrule_set_iter it;
+    bool is_series;
+    bool live;
+    cal_item cur;
+    const cal_override *ovs;  /* this event's overrides, sorted by original */
+    size_t novs;
+} source;
+
+typedef struct merge {
+    const cal_query *q;
+    source *src;
+    size_t nsrc;
+    size_t *heap;
+    size_t nheap;
+} merge;
+
+static int item_cmp(const cal_item *a, const cal_item *b)
+{
+    if (a->start_ms != b->start_ms) return a->start_ms < b->start_ms ? -1 : 1;
+    if (a->ev->id != b->ev->id) return a->ev->id < b->ev->id ? -1 : 1;
+    return (a->original_ms > b->original_ms) - (a->original_ms < b->original_ms);
+}
+
+static bool after_cursor(const cal_query *q, const cal_item *it)
+{
+    if (!q->has_cursor) return true;
+    if (it->start_ms != q->cursor_ms) return it->start_ms > q->cursor_ms;
+    if (it->ev->id != q->cursor_event) return it->ev->id > q->cursor_event;
+    return it->original_ms > q->cursor_orig;
+}
+
+static const cal_override *find_override(const source *s, int64_t original_ms)
+{
+    size_t lo = 0, hi = s->novs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (s->ovs[mid].original_ms < original_ms) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < s->novs && s->ovs[lo].original_ms == original_ms ? &s->ovs[lo] : NULL;
+}
+
+/* The viewer's answer to an event, if they are an attendee. */
+static bool declined_by(const cal_event *e, int64_t viewer)
+{
+    for (int i = 0; i < e->nattendees; i++)
+        if (e->attendees[i].user_id == viewer) return e->attendees[i].response == CAL_DECLINED;
+    return false;
+}
+
+/* Advances a series source to its next instance that belongs on the page. */
+static void series_advance(merge *m, source *s)
+{
+    int64_t local;
+    while (rrule_set_iter_next(&s->it, &local)) {
+        cal_item it = {.ev = s->series.ev, .recurring = s->series.recurring, .original_local = local};
+        it.original_ms = it.start_ms = cal_series_utc_ms(&s->series, local);
+        it.end_ms = cal_series_end_ms(&s->series, local);
+        if (it.start_ms >= m->q->to_ms) break;
+        if (it.end_ms <= m->q->from_ms && it.start_ms < m->q->from_ms) continue;
+        /* An overridden instance is its override's to show (or hide). */
+        if (find_override(s, it.original_ms)) continue;
+        if (!after_cursor(m->q, &it)) continue;
+        s->cur = it;
+        s->live = true;
+        return;
+    }
+    s->live = false;
+}
+
+static bool heap_less(const merge *m, size_t a, size_t b)
+{
+    return item_cmp(&m->src[m->heap[a]].cur, &m->src[m->heap[b]].cur) < 0;
+}
+
+static void heap_swap(merge *m, size_t a, size_t b)
+{
+    size_t t = m->heap[a];
+    m->heap[a] = m->heap[b];
+    m->heap[b] = t;
+}
+
+static void heap_down(merge *m, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, best = i;
+        if (l < m->nheap && heap_less(m, l, best)) best = l;
+        if (r < m->nheap && heap_less(m, r, best)) best = r;
+        if (best == i) return;
+        heap_swap(m, i, best);
+        i = best;
+    }
+}
+
+static bool override_wanted(const cal_query *q, const cal_event *e, const cal_override *o)
+{
+    if (o->cancelled || strcmp(o->status, "cancelled") == 0) return false;
+    if (o->start_ms >= q->to_ms || o->end_ms <= q->from_ms) return false;
+    (void)e;
+    return true;
+}
+
+static bool event_wanted(const cal_query *q, const cal_event *e)
+{
+    if (strcmp(e->status, "cancelled") == 0) return false;
+    if (q->busy_only && (e->all_day || declined_by(e, q->viewer))) return false;
+    return true;
+}
+
+/* Adds the sources of one event: the series (or single event) and its
+ * overrides that land in the range. */
+static void add_event_sources(merge *m, tz_db *tz, const cal_event *e, const cal_override *ovs, size_t novs)
+{
+    const cal_query *q = m->q;
+    source *s = &m->src[m->nsrc];
+    memset(s, 0, sizeof *s);
+    char err[160];
+    if (cal_series_init(&s->series, e, tz, err, sizeof err) != 0) return; /* unreadable row: nothing to show */
+    s->is_series = true;
+    s->ovs = ovs;
+    s->novs = novs;
+    /* Start early enough for an instance that began before `from` (or the
+     * cursor) and is still running; a day of margin covers any UTC offset. */
+    int64_t start_utc = q->from_ms / 1000 - e->duration_s;
+    if (q->has_cursor && q->cursor_ms / 1000 > start_utc) start_utc = q->cursor_ms / 1000;
+    int64_t from_local = tz_utc_to_local(s->series.zone, start_utc) - 2 * 86400;
+    rrule_set_iter_init(&s->it, &s->series.set, from_local);
+    series_advance(m, s);
+    if (s->live) m->heap[m->nheap++] = m->nsrc;
+    m->nsrc++;
+    for (size_t i = 0; i < novs; i++) {
+        const cal_override *o = &ovs[i];
+        if (!override_wanted(q, e, o)) continue;
+        source *os = &m->src[m->nsrc];
+        memset(os, 0, sizeof *os);
+        os->cur = (cal_item){.ev = e, .ov = o, .recurring = true, .original_ms = o->original_ms,
+                             .start_ms = o->start_ms, .end_ms = o->end_ms};
+        os->cur.original_local = tz_utc_to_local(s->series.zone, o->original_ms / 1000);
+        if (!after_cursor(q, &os->cur)) continue;
+        os->live = true;
+        m->heap[m->nheap++] = m->nsrc++;
+    }
+}
+
+int cal_list(store *db, tz_db *tz, const cal_query *q, cal_listing *out)
+{
+    memset(out, 0, sizeof *out);
+    if (cal_list_load_events(db, q, out) != CAL_OK) return CAL_ERROR;
+    merge m = {.q = q};
+    m.src = malloc((out->nevents + out->noverrides + 1) * sizeof *m.src);
+    m.heap = malloc((out->nevents + out->noverrides + 1) * sizeof *m.heap);
+    out->items = malloc((q->limit + 1) * sizeof *out->items);
+    if (!m.src || !m.heap || !out->items) {
+        free(m.src);
+        free(m.heap);
+        return CAL_ERROR;
+    }
+    size_t oi = 0;
+    for (size_t i = 0; i < out->nevents; i++) {
+        const cal_event *e = &out->events[i];
+        while (oi < out->noverrides && out->overrides[oi].event_id < e->id) oi++;
+        size_t first = oi;
+        while (oi < out->noverrides && out->overrides[oi].event_id == e->id) oi++;
+        if (event_wanted(q, e)) add_event_sources(&m, tz, e, out->overrides + first, oi - first);
+    }
+    for (size_t i = m.nheap / 2 + 1; i-- > 0;) heap_down(&m, i);
+    while (m.nheap > 0) {
+        source *s = &m.src[m.heap[0]];
+        if (out->nitems == q->limit) {
+            out->more = true;
+            break;
+        }
+        out->items[out->nitems++] = s->cur;
+        if (s->is_series) series_advance(&m, s);
+        else s->live = false;
+        if (!s->live) m.heap[0] = m.heap[--m.nheap];
+        heap_down(&m, 0);
+    }
+    free(m.src);
+    free(m.heap);
+    return CAL_OK;
+}
+
+void cal_listing_free(cal_listing *l)
+{
+    for (size_t i = 0; i < l->nevents; i++) cal_event_free(&l->events[i]);
+    for (size_t i = 0; i < l->noverrides; i++) cal_override_free(&l->overrides[i]);
+    free(l->events);
+    free(l->overrides);
+    free(l->items);
+    memset(l, 0, sizeof *l);
+}
+
+/* ---- resolving an edited event ------------------------------------------ */
+
+static void fail(char *err, size_t errlen, char *field, size_t fieldlen, const char *f, const char *msg)
+{
+    snprintf(field, fieldlen, "%s", f);
+    snprintf(err, errlen, "%s", msg);
+}
+
+/* Upper bound of the series' last end (UTC ms), or false when unbounded. */
+static bool series_bound(cal_series *s, const rrule *r, bool has_rule, int64_t *bound)
+{
+    const cal_event *e = s->ev;
+    int64_t last = cal_series_end_ms(s, civil_to_seconds(&e->start_local));
+    for (size_t i = 0; i < e->nrdates; i++) {
+        int64_t end = cal_series_end_ms(s, e->rdates[i]);
+        if (end > last) last = end;
+    }
+    if (has_rule && (r->has & RRULE_HAS_COUNT)) {
+        /* COUNT is capped (CAL_MAX_COUNT), so walking it is bounded. */
+        rrule_set_iter it;
+        int64_t local;
+        rrule_set_iter_init(&it, &s->set, civil_to_seconds(&e->start_local));
+        while (rrule_set_iter_next(&it, &local)) {
+            int64_t end = cal_series_end_ms(s, local);
+            if (end > last) last = end;
+        }
+    } else if (has_rule && (r->has & RRULE_HAS_UNTIL)) {
+        int64_t until = civil_to_seconds(&r->until);
+        if (r->until_kind != RRULE_UNTIL_UTC) until = tz_local_to_utc(s->zone, until);
+        /* A day of margin: an UNTIL date covers its whole day. */
+        int64_t end = (until + 86400) * 1000 + e->duration_s * 1000;
+        if (end > last) last = end;
+    } else if (has_rule) {
+        return false;
+    }
+    *bound = last;
+    return true;
+}
+
+int cal_event_resolve(cal_event *e, tz_db *tz, char *err, size_t errlen, char *field, size_t fieldlen)
+{
+    const char *zname = cal_event_zone_name(e);
+    const tz_zone *z = zname[0] ? tz_db_get(tz, zname) : NULL;
+    if (zname[0] && !z) {
+        fail(err, errlen, field, fieldlen, "start.time_zone", "unknown time zone");
+        return -1;
+    }
+    int64_t s = civil_to_seconds(&e->start_local), en = civil_to_seconds(&e->end_local);
+    if (e->all_day) {
+        e->duration_s = en - s;
+    } else {
+        e->duration_s = tz_local_to_utc(z, en) - tz_local_to_utc(z, s);
+    }
+    if (e->duration_s <= 0) {
+        fail(err, errlen, field, fieldlen, "end", "end must be after start");
+        return -1;
+    }
+    cal_series series;
+    char msg[200];
+    if (cal_series_init(&series, e, tz, msg, sizeof msg) != 0) {
+        fail(err, errlen, field, fieldlen, "recurrence", msg);
+        return -1;
+    }
+    int64_t first = cal_series_utc_ms(&series, s);
+    for (size_t i = 0; i < e->nrdates; i++) {
+        int64_t r = cal_series_utc_ms(&series, e->rdates[i]);
+        if (r < first) first = r;
+    }
+    e->start_ms = first;
+    rrule r;
+    bool has_rule = e->rrule && rrule_parse(e->rrule, strlen(e->rrule), &r, msg, sizeof msg) == 0;
+    e->has_series_end = series_bound(&series, &r, has_rule, &e->series_end_ms);
+    return 0;
+}

@@ -1,0 +1,216 @@
+/* calendar.h -- calendars, events, recurring series, per-instance overrides,
+ * attendees, and the expansion of series into instances over a range.
+ *
+ * A series is one events row; its instances are computed by src/time's
+ * rrule_set, never stored. An override row, keyed by the instance's original
+ * start (UTC), replaces one instance: moved, retitled or cancelled. Deleting
+ * one instance adds an EXDATE. Times: *_ms are UTC milliseconds; wall times
+ * are civil_time in the event's zone, or in its calendar's zone when the
+ * event is floating (time_zone ""). All-day events are floating dates.
+ *
+ * Bounds (documented in the README): a range query spans at most
+ * CAL_MAX_RANGE_DAYS and returns at most CAL_MAX_PAGE items per page; a
+ * series yields instances only until CAL_MAX_YEAR; COUNT is at most
+ * CAL_MAX_COUNT; a series has at most CAL_MAX_DATES RDATEs and EXDATEs.
+ */
+#ifndef CHIME_CALENDAR_H
+#define CHIME_CALENDAR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+#include "time/civil.h"
+#include "time/rrule_set.h"
+#include "time/tz.h"
+
+#define CAL_SUMMARY_MAX 1024
+#define CAL_DESCRIPTION_MAX 8192
+#define CAL_LOCATION_MAX 1024
+#define CAL_UID_MAX 255
+#define CAL_ZONE_MAX 64
+#define CAL_MAX_ATTENDEES 200
+#define CAL_MAX_REMINDERS 5
+#define CAL_MAX_REMINDER_MINUTES 40320
+#define CAL_MAX_DATES 1000
+#define CAL_MAX_COUNT 100000
+#define CAL_MAX_RANGE_DAYS 3660
+#define CAL_DEFAULT_PAGE 250
+#define CAL_MAX_PAGE 2500
+#define CAL_MAX_CALENDARS 100
+
+enum { CAL_OK = 0, CAL_NOT_FOUND = 1, CAL_CONFLICT = 2, CAL_FORBIDDEN = 3, CAL_ERROR = -1 };
+
+typedef enum cal_response { CAL_NEEDS_ACTION, CAL_ACCEPTED, CAL_DECLINED, CAL_TENTATIVE } cal_response;
+const char *cal_response_name(cal_response r);
+int cal_response_parse(const char *s, cal_response *out);
+
+typedef struct cal_calendar {
+    int64_t id, owner_id, created_ms;
+    char summary[CAL_SUMMARY_MAX + 1];
+    char time_zone[CAL_ZONE_MAX];
+    bool primary;
+} cal_calendar;
+
+typedef struct cal_reminder {
+    char method[8]; /* push | email | webhook */
+    int32_t minutes_before;
+} cal_reminder;
+
+typedef struct cal_attendee {
+    int64_t user_id;
+    char email[256];
+    cal_response response;
+    bool has_reminders; /* the attendee's own list replaces the event's */
+    int nreminders;
+    cal_reminder reminders[CAL_MAX_REMINDERS];
+} cal_attendee;
+
+/* One event or series. Strings are heap-owned by the event. */
+typedef struct cal_event {
+    int64_t id, calendar_id, created_by, created_ms, updated_ms;
+    char *ical_uid, *summary, *description, *location;
+    char status[12];          /* confirmed | tentative | cancelled */
+    bool all_day;
+    char time_zone[CAL_ZONE_MAX]; /* "" = floating (the calendar's zone) */
+    civil_time start_local, end_local;
+    int64_t start_ms;         /* UTC instant of the first start */
+    int64_t duration_s;       /* end - start (exact) */
+    char *rrule;              /* canonical RRULE text, or NULL */
+    int64_t *rdates, *exdates;/* local seconds, sorted */
+    size_t nrdates, nexdates;
+    bool has_series_end;
+    int64_t series_end_ms;    /* UTC end of the last instance */
+    int nreminders;
+    cal_reminder reminders[CAL_MAX_REMINDERS];
+    char etag[24];
+    /* Filled when loaded for a viewer. */
+    char calendar_zone[CAL_ZONE_MAX];
+    char organizer_email[256];
+    cal_attendee *attendees;
+    int nattendees;
+} cal_event;
+
+void cal_event_free(cal_event *e);
+/* The zone an event's wall times are in (its own, else its calendar's). */
+const char *cal_event_zone_name(const cal_event *e);
+
+/* An override of one instance (NULL strings inherit from the series). */
+typedef struct cal_override {
+    int64_t event_id, original_ms;
+    bool cancelled;
+    char *summary, *description, *location;
+    char status[12];          /* "" = inherit */
+    bool moved;
+    civil_time start_local, end_local; /* when moved */
+    int64_t start_ms, end_ms;
+} cal_override;
+
+void cal_override_free(cal_override *o);
+
+/* ---- calendars ---- */
+/* The user's primary calendar, created (zone "UTC") on first use. */
+int cal_primary(store *db, int64_t user_id, cal_calendar *out);
+int cal_calendar_get(store *db, int64_t user_id, int64_t id, cal_calendar *out); /* owner only */
+int cal_calendar_list(store *db, int64_t user_id, cal_calendar **out, size_t *n);
+int cal_calendar_create(store *db, int64_t user_id, const char *summary, const char *zone, cal_calendar *out);
+/* CAL_FORBIDDEN for the primary calendar. */
+int cal_calendar_delete(store *db, int64_t user_id, int64_t id);
+
+/* ---- events ---- */
+/* Loads an event the user may see (organizer or attendee) with attendees.
+ * *is_organizer tells which. CAL_NOT_FOUND for everyone else. */
+int cal_event_load(store *db, int64_t viewer, int64_t id, cal_event *out, bool *is_organizer);
+/* Computes start_ms, duration and series_end from the wall times, zone and
+ * recurrence. Returns 0, or -1 with a message naming what is wrong. */
+int cal_event_resolve(cal_event *e, tz_db *tz, char *err, size_t errlen, char *field, size_t fieldlen);
+/* Inserts (id 0: a new id) or replaces the row and its attendee list, in one
+ * transaction; a new etag each time. CAL_CONFLICT on a duplicate ical_uid. */
+int cal_event_save(store *db, cal_event *e, bool insert);
+/* The same inside the caller's transaction. */
+int cal_event_save_tx(store *db, cal_event *e, bool insert);
+/* Moves overrides at or after original_ms to another series (a split). */
+int cal_overrides_move(store *db, int64_t from_event, int64_t to_event, int64_t original_ms);
+/* Drops overrides at or after original_ms (a series cut short). */
+int cal_overrides_drop_from(store *db, int64_t event_id, int64_t original_ms);
+int cal_event_delete(store *db, int64_t id);
+/* Drops every override (the series' times or rule changed under them). */
+int cal_overrides_clear(store *db, int64_t event_id);
+int cal_override_load(store *db, int64_t event_id, int64_t original_ms, cal_override *out);
+int cal_override_save(store *db, const cal_override *o, bool all_day);
+int cal_override_delete(store *db, int64_t event_id, int64_t original_ms);
+int cal_rsvp(store *db, int64_t event_id, int64_t user_id, cal_response r, const cal_reminder *rem, int nrem,
+             bool set_reminders);
+/* Bumps the etag and updated time (an override or answer changed it). */
+int cal_event_touch(store *db, int64_t event_id);
+
+/* A registered user by email (any case) or, with email NULL, by id. */
+int cal_user_lookup(store *db, const char *email, int64_t id, int64_t *out_id, char *email_out, size_t size);
+
+/* ---- expansion ---- */
+/* A series ready to expand: its rrule_set over its zone. */
+typedef struct cal_series {
+    const cal_event *ev;
+    const tz_zone *zone;      /* NULL: floating in UTC (no calendar zone) */
+    rrule_set set;
+    bool recurring;
+} cal_series;
+
+int cal_series_init(cal_series *s, const cal_event *e, tz_db *tz, char *err, size_t errlen);
+/* UTC ms of an instance's start/end given its local start (local seconds). */
+int64_t cal_series_utc_ms(const cal_series *s, int64_t local);
+int64_t cal_series_end_ms(const cal_series *s, int64_t local_start);
+/* Is there an instance whose original start is utc_ms? Sets *local. */
+bool cal_series_has_instance(cal_series *s, int64_t utc_ms, int64_t *local);
+
+/* One item of a listing: an instance (or a single event). */
+typedef struct cal_item {
+    const cal_event *ev;
+    const cal_override *ov;   /* NULL when not overridden */
+    bool recurring;
+    int64_t original_ms;      /* the instance's original start, UTC */
+    int64_t original_local;
+    int64_t start_ms, end_ms;
+} cal_item;
+
+/* Everything a viewer sees overlapping [from_ms, to_ms): events they
+ * organize or attend (optionally one calendar), instances expanded,
+ * overrides applied, sorted by (start, event id, original start). Items
+ * strictly after the cursor key are returned, at most limit of them; *more says
+ * whether another page exists. The listing owns the events and overrides
+ * the items point into. */
+typedef struct cal_listing {
+    cal_event *events;
+    size_t nevents;
+    cal_override *overrides;
+    size_t noverrides;
+    cal_item *items;
+    size_t nitems;
+    bool more;
+} cal_listing;
+
+typedef struct cal_query {
+    int64_t viewer;
+    int64_t calendar_id;      /* 0: all of the viewer's */
+    int64_t event_id;         /* 0: every event; else one series */
+    int64_t from_ms, to_ms;
+    bool has_cursor;          /* resume after the item with this key */
+    int64_t cursor_ms, cursor_event, cursor_orig;
+    size_t limit;
+    bool busy_only;           /* free/busy: skip declined, cancelled, all-day */
+} cal_query;
+
+int cal_list(store *db, tz_db *tz, const cal_query *q, cal_listing *out);
+/* cal_list's first half (cal_store.c): the rows, overrides and attendees. */
+int cal_list_load_events(store *db, const cal_query *q, cal_listing *l);
+void cal_listing_free(cal_listing *l);
+/* The item's id: the event id, or "{event}_{original start}" for instances
+ * (UTC basic format, or the date for all-day series). buf >= 48 bytes. */
+void cal_item_id(const cal_item *it, char *buf, size_t size);
+
+/* Parses "{original_start}" of an instance path: "20261109T140000Z" or, for
+ * all-day series, "20261109". Returns the UTC ms, or -1 if malformed. */
+int64_t cal_parse_instance_key(const cal_series *s, const char *text, size_t len);
+
+#endif

@@ -1,0 +1,899 @@
+/* calendar_http.c -- calendars, events, instances, RSVP and free/busy over
+ * HTTP. Visibility is decided in the store queries: an event is seen by its
+ * organizer and its attendees; everyone else gets 404, never 403. */
+#include "calendar/calendar_http.h"
+
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "base/base.h"
+#include "calendar/calendar.h"
+#include "calendar/calendar_json.h"
+#include "http/json.h"
+#include "time/rfc3339.h"
+#include "time/rrule.h"
+
+typedef struct ctx {
+    http_req *r;
+    store *db;
+    tz_db *tz;
+    int64_t me;
+} ctx;
+
+static ctx ctx_of(http_req *r)
+{
+    app_thread *t = r->thread;
+    return (ctx){.r = r, .db = t->db, .tz = t->app->tz, .me = r->user_id};
+}
+
+static void db_error(ctx *c)
+{
+    log_error("request %s: database: %s", c->r->request_id, store_errmsg(c->db));
+    http_send_error(c->r, 503, "unavailable", NULL, "the database did not answer; try again");
+}
+
+static void not_found(ctx *c, const char *what)
+{
+    http_send_error(c->r, 404, "not_found", NULL, "no such %s", what);
+}
+
+static bool param_id(ctx *c, int i, int64_t *id, const char *what)
+{
+    if (base_id_parse(c->r->params[i].ptr, c->r->params[i].len, id) == 0) return true;
+    not_found(c, what);
+    return false;
+}
+
+static void send_event(ctx *c, int status, const cal_event *e)
+{
+    char etag[32];
+    snprintf(etag, sizeof etag, "\"%s\"", e->etag);
+    http_add_header(c->r, "ETag", etag);
+    http_send_json(c->r, status, cal_json_event(e, c->tz, c->me));
+}
+
+/* ---- calendars ---------------------------------------------------------- */
+
+static void handle_calendars_list(http_req *r)
+{
+    ctx c = ctx_of(r);
+    cal_calendar *cals;
+    size_t n;
+    if (cal_calendar_list(c.db, c.me, &cals, &n) != CAL_OK) return db_error(&c);
+    json_t *items = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(items, cal_json_calendar(&cals[i]));
+    free(cals);
+    http_send_json(r, 200, json_pack("{s:o}", "items", items));
+}
+
+static void handle_calendar_create(http_req *r)
+{
+    static const char *const fields[] = {"summary", "time_zone", NULL};
+    ctx c = ctx_of(r);
+    http_err e;
+    const char *summary, *zone;
+    json_t *body = http_json_body(r, &e);
+    if (!body || json_only_fields(body, fields, &e) ||
+        json_field_str(body, "summary", true, CAL_SUMMARY_MAX, &summary, &e) ||
+        json_field_str(body, "time_zone", false, CAL_ZONE_MAX - 1, &zone, &e))
+        goto bad;
+    if (!zone) zone = "UTC";
+    if (!tz_db_get(c.tz, zone)) {
+        http_err_set(&e, 400, "invalid_value", "time_zone", "unknown time zone '%.64s'", zone);
+        goto bad;
+    }
+    cal_calendar cal;
+    int rc = cal_calendar_create(c.db, c.me, summary, zone, &cal);
+    if (rc == CAL_CONFLICT) {
+        http_err_set(&e, 409, "too_many", NULL, "at most %d calendars per user", CAL_MAX_CALENDARS);
+        goto bad;
+    }
+    json_decref(body);
+    if (rc != CAL_OK) return db_error(&c);
+    http_send_json(r, 201, cal_json_calendar(&cal));
+    return;
+bad:
+    json_decref(body);
+    http_send_err(r, &e);
+}
+
+static void handle_calendar_get(http_req *r)
+{
+    ctx c = ctx_of(r);
+    int64_t id;
+    cal_calendar cal;
+    if (!param_id(&c, 0, &id, "calendar")) return;
+    int rc = cal_calendar_get(c.db, c.me, id, &cal);
+    if (rc == CAL_NOT_FOUND) return not_found(&c, "calendar");
+    if (rc != CAL_OK) return db_error(&c);
+    http_send_json(r, 200, cal_json_calendar(&cal));
+}
+
+static void handle_calendar_delete(http_req *r)
+{
+    ctx c = ctx_of(r);
+    int64_t id;
+    if (!param_id(&c, 0, &id, "calendar")) return;
+    int rc = cal_calendar_delete(c.db, c.me, id);
+    if (rc == CAL_NOT_FOUND) return not_found(&c, "calendar");
+    if (rc == CAL_FORBIDDEN)
+        return http_send_error(r, 403, "forbidden", NULL, "the primary calendar cannot be deleted");
+    if (rc != CAL_OK) return db_error(&c);
+    http_send_empty(r, 204);
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+/* The calendar an event goes to: calendar_id if given (must be the user's). */
+static int target_calendar(ctx *c, const json_t *body, cal_calendar *cal, http_err *e)
+{
+    const char *cid;
+    int64_t id;
+    if (json_field_str(body, "calendar_id", false, 16, &cid, e) != 0) return -1;
+    int rc = cid ? (base_id_parse(cid, strlen(cid), &id) == 0 ? cal_calendar_get(c->db, c->me, id, cal) : CAL_NOT_FOUND)
+                 : cal_primary(c->db, c->me, cal);
+    if (rc == CAL_NOT_FOUND) {
+        http_err_set(e, 404, "not_found", "calendar_id", "no such calendar");
+        return -1;
+    }
+    if (rc != CAL_OK) {
+        http_err_set(e, 503, "unavailable", NULL, "the database did not answer; try again");
+        return -1;
+    }
+    return 0;
+}
+
+/* Validates, resolves and saves; answers the request in every case. */
+static void finish_save(ctx *c, cal_event *ev, bool insert, int status)
+{
+    char msg[200], field[64];
+    if (cal_event_resolve(ev, c->tz, msg, sizeof msg, field, sizeof field) != 0)
+        return http_send_error(c->r, 400, strcmp(field, "recurrence") ? "invalid_value" : "invalid_rrule", field,
+                               "%s", msg);
+    int rc = cal_event_save(c->db, ev, insert);
+    if (rc == CAL_CONFLICT)
+        return http_send_error(c->r, 409, "duplicate", "ical_uid", "an event with this ical_uid already exists here");
+    if (rc != CAL_OK) return db_error(c);
+    bool org;
+    cal_event fresh;
+    if (cal_event_load(c->db, c->me, ev->id, &fresh, &org) != CAL_OK) return db_error(c);
+    send_event(c, status, &fresh);
+    cal_event_free(&fresh);
+}
+
+static void handle_event_create(http_req *r)
+{
+    ctx c = ctx_of(r);
+    http_err e;
+    cal_calendar cal;
+    cal_input seen;
+    cal_event ev = {0};
+    json_t *body = http_json_body(r, &e);
+    if (!body || target_calendar(&c, body, &cal, &e) != 0) goto bad;
+    ev.calendar_id = cal.id;
+    ev.created_by = c.me;
+    snprintf(ev.status, sizeof ev.status, "confirmed");
+    snprintf(ev.calendar_zone, sizeof ev.calendar_zone, "%s", cal.time_zone);
+    if (cal_json_apply(c.db, c.tz, body, true, cal.time_zone, &ev, &seen, &e) != 0) goto bad;
+    ev.id = base_id_new();
+    if (!ev.ical_uid) {
+        char id[17], uid[40];
+        base_id_format(ev.id, id);
+        snprintf(uid, sizeof uid, "%s@chime", id);
+        ev.ical_uid = strdup(uid);
+    }
+    json_decref(body);
+    finish_save(&c, &ev, true, 201);
+    cal_event_free(&ev);
+    return;
+bad:
+    json_decref(body);
+    cal_event_free(&ev);
+    http_send_err(r, &e);
+}
+
+/* Loads {id} for the viewer: 404 for strangers, 403 when the organizer is
+ * needed and the viewer only attends. Answers on failure. */
+static bool load_event(ctx *c, cal_event *ev, bool need_organizer)
+{
+    int64_t id;
+    bool org;
+    if (!param_id(c, 0, &id, "event")) return false;
+    int rc = cal_event_load(c->db, c->me, id, ev, &org);
+    if (rc == CAL_NOT_FOUND) {
+        not_found(c, "event");
+        return false;
+    }
+    if (rc != CAL_OK) {
+        db_error(c);
+        return false;
+    }
+    if (need_organizer && !org) {
+        cal_event_free(ev);
+        http_send_error(c->r, 403, "forbidden", NULL, "only the organizer can change this event");
+        return false;
+    }
+    return true;
+}
+
+/* If-Match: the etag the client last saw must be the current one. */
+static bool etag_matches(ctx *c, const cal_event *ev)
+{
+    http_str h;
+    if (!http_header(c->r, "if-match", &h)) return true;
+    const char *p = h.ptr;
+    size_t n = h.len;
+    if (n == 1 && p[0] == '*') return true;
+    if (n >= 2 && p[0] == 'W' && p[1] == '/') p += 2, n -= 2;
+    if (n >= 2 && p[0] == '"' && p[n - 1] == '"') p++, n -= 2;
+    if (n == strlen(ev->etag) && memcmp(p, ev->etag, n) == 0) return true;
+    http_send_error(c->r, 412, "precondition_failed", "if-match", "the event changed since that etag");
+    return false;
+}
+
+static void handle_event_get(http_req *r)
+{
+    ctx c = ctx_of(r);
+    cal_event ev;
+    if (!load_event(&c, &ev, false)) return;
+    send_event(&c, 200, &ev);
+    cal_event_free(&ev);
+}
+
+static void handle_event_patch(http_req *r)
+{
+    ctx c = ctx_of(r);
+    http_err e;
+    cal_event ev;
+    cal_input seen;
+    cal_calendar cal;
+    if (!load_event(&c, &ev, true)) return;
+    json_t *body = NULL;
+    if (!etag_matches(&c, &ev)) goto done;
+    body = http_json_body(r, &e);
+    if (!body) goto bad;
+    if (json_object_get(body, "calendar_id")) {
+        if (target_calendar(&c, body, &cal, &e) != 0) goto bad;
+        ev.calendar_id = cal.id;
+        snprintf(ev.calendar_zone, sizeof ev.calendar_zone, "%s", cal.time_zone);
+    }
+    if (cal_json_apply(c.db, c.tz, body, false, ev.calendar_zone, &ev, &seen, &e) != 0) goto bad;
+    /* Overrides are keyed by original starts; new times or a new rule make
+     * them meaningless, as in Google Calendar. */
+    if ((seen.has_start || seen.has_end || seen.has_recurrence) && cal_overrides_clear(c.db, ev.id) != CAL_OK) {
+        db_error(&c);
+        goto done;
+    }
+    finish_save(&c, &ev, false, 200);
+    goto done;
+bad:
+    http_send_err(r, &e);
+done:
+    json_decref(body);
+    cal_event_free(&ev);
+}
+
+static void handle_event_delete(http_req *r)
+{
+    ctx c = ctx_of(r);
+    cal_event ev;
+    if (!load_event(&c, &ev, true)) return;
+    if (etag_matches(&c, &ev)) {
+        if (cal_event_delete(c.db, ev.id) != CAL_OK) db_error(&c);
+        else http_send_empty(r, 204);
+    }
+    cal_event_free(&ev);
+}
+
+/* ---- listing ------------------------------------------------------------ */
+
+static bool query_instant(ctx *c, const char *name, bool required, int64_t *ms)
+{
+    char buf[48];
+    rfc3339 t;
+    int rc = http_query(c->r, name, buf, sizeof buf);
+    if (rc == 0 && !required) return true;
+    if (rc != 1 || rfc3339_parse(buf, strlen(buf), &t) != 0 || !t.has_offset) {
+        http_send_error(c->r, 400, rc == 0 ? "missing_field" : "invalid_value", name,
+                        "%s must be an RFC 3339 instant with an offset, like 2026-11-01T00:00:00Z", name);
+        return false;
+    }
+    *ms = (civil_to_seconds(&t.local) - t.offset) * 1000 + t.millis;
+    return true;
+}
+
+static void cursor_encode(const cal_item *it, char *out, size_t size)
+{
+    char raw[80];
+    int n = snprintf(raw, sizeof raw, "%lld.%lld.%lld", (long long)it->start_ms, (long long)it->ev->id,
+                     (long long)it->original_ms);
+    sodium_bin2base64(out, size, (const unsigned char *)raw, (size_t)n, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+}
+
+static bool cursor_decode(ctx *c, cal_query *q)
+{
+    char tok[128], raw[96];
+    size_t len;
+    int rc = http_query(c->r, "page_token", tok, sizeof tok);
+    if (rc == 0) return true;
+    long long a, b, d;
+    char extra;
+    if (rc < 0 || sodium_base642bin((unsigned char *)raw, sizeof raw - 1, tok, strlen(tok), NULL, &len, NULL,
+                                    sodium_base64_VARIANT_URLSAFE_NO_PADDING) != 0 ||
+        (raw[len] = '\0', sscanf(raw, "%lld.%lld.%lld%c", &a, &b, &d, &extra) != 3)) {
+        http_send_error(c->r, 400, "invalid_value", "page_token", "page_token is not one this server gave out");
+        return false;
+    }
+    q->has_cursor = true;
+    q->cursor_ms = a;
+    q->cursor_event = b;
+    q->cursor_orig = d;
+    return true;
+}
+
+/* from, to, page_token, max_results and calendar_id of a listing. */
+static bool list_query(ctx *c, cal_query *q)
+{
+    char buf[24];
+    memset(q, 0, sizeof *q);
+    q->viewer = c->me;
+    q->limit = CAL_DEFAULT_PAGE;
+    if (!query_instant(c, "from", true, &q->from_ms) || !query_instant(c, "to", true, &q->to_ms)) return false;
+    if (q->to_ms <= q->from_ms) {
+        http_send_error(c->r, 400, "invalid_value", "to", "to must be after from");
+        return false;
+    }
+    if (q->to_ms - q->from_ms > (int64_t)CAL_MAX_RANGE_DAYS * 86400000) {
+        http_send_error(c->r, 400, "invalid_value", "to", "a range spans at most %d days", CAL_MAX_RANGE_DAYS);
+        return false;
+    }
+    int rc = http_query(c->r, "max_results", buf, sizeof buf);
+    if (rc != 0) {
+        char *end;
+        long v = rc == 1 ? strtol(buf, &end, 10) : 0;
+        if (rc != 1 || *end || v < 1 || v > CAL_MAX_PAGE) {
+            http_send_error(c->r, 400, "invalid_value", "max_results", "max_results must be 1 to %d", CAL_MAX_PAGE);
+            return false;
+        }
+        q->limit = (size_t)v;
+    }
+    rc = http_query(c->r, "calendar_id", buf, sizeof buf);
+    if (rc != 0) {
+        cal_calendar cal;
+        int64_t id;
+        int found = rc == 1 && base_id_parse(buf, strlen(buf), &id) == 0 ? cal_calendar_get(c->db, c->me, id, &cal)
+                                                                         : CAL_NOT_FOUND;
+        if (found != CAL_OK) {
+            if (found == CAL_NOT_FOUND) http_send_error(c->r, 404, "not_found", "calendar_id", "no such calendar");
+            else db_error(c);
+            return false;
+        }
+        q->calendar_id = id;
+    }
+    return cursor_decode(c, q);
+}
+
+static void send_listing(ctx *c, const cal_query *q)
+{
+    cal_listing l;
+    if (cal_list(c->db, c->tz, q, &l) != CAL_OK) {
+        cal_listing_free(&l);
+        return db_error(c);
+    }
+    json_t *items = json_array();
+    for (size_t i = 0; i < l.nitems; i++) json_array_append_new(items, cal_json_item(&l.items[i], c->tz, c->me));
+    json_t *out = json_pack("{s:o}", "items", items);
+    if (l.more && l.nitems > 0) {
+        char tok[128];
+        cursor_encode(&l.items[l.nitems - 1], tok, sizeof tok);
+        json_object_set_new(out, "next_page_token", json_string(tok));
+    } else {
+        json_object_set_new(out, "next_page_token", json_null());
+    }
+    cal_listing_free(&l);
+    http_send_json(c->r, 200, out);
+}
+
+static void handle_events_list(http_req *r)
+{
+    ctx c = ctx_of(r);
+    cal_query q;
+    if (list_query(&c, &q)) send_listing(&c, &q);
+}
+
+static void handle_instances_list(http_req *r)
+{
+    ctx c = ctx_of(r);
+    cal_event ev;
+    cal_query q;
+    if (!load_event(&c, &ev, false)) return;
+    if (list_query(&c, &q)) {
+        q.event_id = ev.id;
+        send_listing(&c, &q);
+    }
+    cal_event_free(&ev);
+}
+
+/* ---- one instance ------------------------------------------------------- */
+
+typedef struct instance {
+    cal_event ev;
+    cal_series series;
+    int64_t original_ms, original_local;
+} instance;
+
+/* Loads the series and checks {original_start} names one of its instances
+ * (or an existing override). Answers on failure. */
+static bool load_instance(ctx *c, instance *in)
+{
+    char msg[160];
+    if (!load_event(c, &in->ev, true)) return false;
+    if (cal_series_init(&in->series, &in->ev, c->tz, msg, sizeof msg) != 0 || !in->series.recurring) {
+        cal_event_free(&in->ev);
+        not_found(c, "instance");
+        return false;
+    }
+    in->original_ms = cal_parse_instance_key(&in->series, c->r->params[1].ptr, c->r->params[1].len);
+    cal_override o;
+    bool exists = in->original_ms >= 0 &&
+                  (cal_series_has_instance(&in->series, in->original_ms, &in->original_local) ||
+                   (cal_override_load(c->db, in->ev.id, in->original_ms, &o) == CAL_OK &&
+                    (cal_override_free(&o), in->original_local = tz_utc_to_local(in->series.zone, in->original_ms / 1000),
+                     true)));
+    if (!exists) {
+        cal_event_free(&in->ev);
+        not_found(c, "instance");
+        return false;
+    }
+    return true;
+}
+
+static void send_instance(ctx *c, instance *in, const cal_override *o)
+{
+    cal_item it = {.ev = &in->ev, .ov = o, .recurring = true, .original_ms = in->original_ms,
+                   .original_local = in->original_local};
+    it.start_ms = o && o->moved ? o->start_ms : cal_series_utc_ms(&in->series, in->original_local);
+    it.end_ms = o && o->moved ? o->end_ms : cal_series_end_ms(&in->series, in->original_local);
+    http_send_json(c->r, 200, cal_json_item(&it, c->tz, c->me));
+}
+
+/* Fills a one-instance override from a PATCH body. */
+static int override_apply(ctx *c, instance *in, const json_t *body, cal_override *o, http_err *e)
+{
+    static const char *const fields[] = {"summary", "description", "location", "status", "start", "end", NULL};
+    const char *s;
+    if (json_only_fields(body, fields, e)) return -1;
+    const char *names[] = {"summary", "description", "location"};
+    char **dst[] = {&o->summary, &o->description, &o->location};
+    size_t max[] = {CAL_SUMMARY_MAX, CAL_DESCRIPTION_MAX, CAL_LOCATION_MAX};
+    for (int i = 0; i < 3; i++) {
+        if (json_field_str(body, names[i], false, max[i], &s, e) != 0) return -1;
+        if (s) {
+            free(*dst[i]);
+            *dst[i] = strdup(s);
+        }
+    }
+    if (json_field_str(body, "status", false, 11, &s, e) != 0) return -1;
+    if (s && strcmp(s, "confirmed") && strcmp(s, "tentative") && strcmp(s, "cancelled")) {
+        http_err_set(e, 400, "invalid_value", "status", "status must be confirmed, tentative or cancelled");
+        return -1;
+    }
+    if (s) snprintf(o->status, sizeof o->status, "%s", s);
+    o->cancelled = s && strcmp(s, "cancelled") == 0;
+    json_t *start = json_object_get(body, "start"), *end = json_object_get(body, "end");
+    if (!start && !end) return 0;
+    const char *zone = cal_event_zone_name(&in->ev);
+    bool sa = in->ev.all_day, ea = sa;
+    char sz[CAL_ZONE_MAX], ez[CAL_ZONE_MAX];
+    civil_time sl, el;
+    civil_from_seconds(o->moved ? civil_to_seconds(&o->start_local) : in->original_local, &sl);
+    civil_from_seconds(o->moved ? civil_to_seconds(&o->end_local) : in->original_local + (sa ? in->ev.duration_s : 0),
+                       &el);
+    if (start && cal_json_time(c->tz, start, "start", zone, &sa, &sl, sz, e)) return -1;
+    if (end && cal_json_time(c->tz, end, "end", zone, &ea, &el, ez, e)) return -1;
+    if (sa != in->ev.all_day || ea != in->ev.all_day) {
+        http_err_set(e, 400, "invalid_value", start ? "start" : "end",
+                     "an instance of a%s series takes %s", sa ? "n all-day" : " timed",
+                     in->ev.all_day ? "dates" : "date-times");
+        return -1;
+    }
+    const tz_zone *z = in->series.zone;
+    if (!sa) { /* both as wall times in the series' zone */
+        if (start && strcmp(sz, zone)) civil_from_seconds(tz_utc_to_local(z, tz_local_to_utc(tz_db_get(c->tz, sz), civil_to_seconds(&sl))), &sl);
+        if (end && strcmp(ez, zone)) civil_from_seconds(tz_utc_to_local(z, tz_local_to_utc(tz_db_get(c->tz, ez), civil_to_seconds(&el))), &el);
+    }
+    int64_t s_utc = tz_local_to_utc(z, civil_to_seconds(&sl));
+    int64_t e_utc = end ? tz_local_to_utc(z, civil_to_seconds(&el)) : s_utc + (sa ? 0 : in->ev.duration_s);
+    if (!end) {
+        if (sa) civil_from_seconds(civil_to_seconds(&sl) + in->ev.duration_s, &el);
+        if (sa) e_utc = tz_local_to_utc(z, civil_to_seconds(&el));
+        else civil_from_seconds(tz_utc_to_local(z, e_utc), &el);
+    }
+    if (e_utc <= s_utc) {
+        http_err_set(e, 400, "invalid_value", "end", "end must be after start");
+        return -1;
+    }
+    o->moved = true;
+    o->start_local = sl;
+    o->end_local = el;
+    o->start_ms = s_utc * 1000;
+    o->end_ms = e_utc * 1000;
+    return 0;
+}
+
+/* "This and all following": the series stops before the instance. */
+static int truncate_before(ctx *c, instance *in, cal_event *ev)
+{
+    char msg[160];
+    rrule r;
+    if (!ev->rrule || rrule_parse(ev->rrule, strlen(ev->rrule), &r, msg, sizeof msg) != 0) return -1;
+    if (r.has & RRULE_HAS_COUNT) { /* keep COUNT's meaning: those before the cut */
+        rrule_plan plan;
+        if (rrule_plan_init(&plan, &r, &ev->start_local, msg, sizeof msg) != 0) return -1;
+        int64_t buf[64], at = civil_to_seconds(&ev->start_local);
+        uint32_t before = 0;
+        size_t got;
+        while ((got = rrule_expand(&plan, at, in->original_local, buf, 64)) > 0) {
+            before += (uint32_t)got;
+            at = buf[got - 1] + 1;
+        }
+        r.count = before ? before : 1;
+    } else {
+        r.has |= RRULE_HAS_UNTIL;
+        int64_t cut = ev->all_day ? in->original_local - 86400 : in->original_ms / 1000 - 1;
+        civil_from_seconds(cut, &r.until);
+        r.until_kind = ev->all_day ? RRULE_UNTIL_DATE : in->series.zone ? RRULE_UNTIL_UTC : RRULE_UNTIL_LOCAL;
+        if (!ev->all_day && !in->series.zone) civil_from_seconds(in->original_local - 1, &r.until);
+    }
+    size_t need = rrule_format(&r, NULL, 0) + 1;
+    char *text = malloc(need);
+    if (!text) return -1;
+    rrule_format(&r, text, need);
+    free(ev->rrule);
+    ev->rrule = text;
+    size_t k = 0; /* RDATEs and EXDATEs from the cut on go with the cut */
+    for (size_t i = 0; i < ev->nrdates; i++)
+        if (ev->rdates[i] < in->original_local) ev->rdates[k++] = ev->rdates[i];
+    ev->nrdates = k;
+    k = 0;
+    for (size_t i = 0; i < ev->nexdates; i++)
+        if (ev->exdates[i] < in->original_local) ev->exdates[k++] = ev->exdates[i];
+    ev->nexdates = k;
+    (void)c;
+    return 0;
+}
+
+static void handle_instance_delete(http_req *r)
+{
+    ctx c = ctx_of(r);
+    instance in;
+    char scope[16] = "";
+    if (http_query(r, "scope", scope, sizeof scope) < 0 || (scope[0] && strcmp(scope, "following"))) {
+        return http_send_error(r, 400, "invalid_value", "scope", "scope must be 'following' or absent");
+    }
+    if (!load_instance(&c, &in)) return;
+    char msg[200], field[64];
+    bool first = in.original_local == civil_to_seconds(&in.ev.start_local);
+    if (scope[0] && first) { /* the whole series goes */
+        if (cal_event_delete(c.db, in.ev.id) != CAL_OK) db_error(&c);
+        else http_send_empty(r, 204);
+    } else if (scope[0]) {
+        if (truncate_before(&c, &in, &in.ev) != 0 ||
+            cal_event_resolve(&in.ev, c.tz, msg, sizeof msg, field, sizeof field) != 0) {
+            http_send_error(r, 400, "invalid_value", "original_start", "the series cannot be cut there");
+        } else if (cal_overrides_drop_from(c.db, in.ev.id, in.original_ms) != CAL_OK ||
+                   cal_event_save(c.db, &in.ev, false) != CAL_OK) {
+            db_error(&c);
+        } else {
+            http_send_empty(r, 204);
+        }
+    } else {
+        int64_t *grown = realloc(in.ev.exdates, (in.ev.nexdates + 1) * sizeof *grown);
+        if (!grown) {
+            cal_event_free(&in.ev);
+            return db_error(&c);
+        }
+        in.ev.exdates = grown;
+        size_t i = in.ev.nexdates++;
+        while (i > 0 && grown[i - 1] > in.original_local) grown[i] = grown[i - 1], i--;
+        grown[i] = in.original_local;
+        if (in.ev.nexdates > CAL_MAX_DATES)
+            http_send_error(r, 409, "too_many", "original_start", "a series has at most %d EXDATEs", CAL_MAX_DATES);
+        else if (cal_event_resolve(&in.ev, c.tz, msg, sizeof msg, field, sizeof field) != 0 ||
+                 cal_override_delete(c.db, in.ev.id, in.original_ms) != CAL_OK ||
+                 cal_event_save(c.db, &in.ev, false) != CAL_OK)
+            db_error(&c);
+        else
+            http_send_empty(r, 204);
+    }
+    cal_event_free(&in.ev);
+}
+
+/* Splits the series at the instance: the old one ends before it, a new one
+ * starts there with the edits applied. Both in one transaction. */
+static void split_series(ctx *c, instance *in, const json_t *body)
+{
+    http_err e;
+    cal_input seen;
+    char msg[200], field[64];
+    cal_event next = {0};
+    cal_event *old = &in->ev;
+    /* The new series: a copy starting at the instance. */
+    next.calendar_id = old->calendar_id;
+    next.created_by = old->created_by;
+    next.id = base_id_new();
+    char id[17], uid[300];
+    base_id_format(next.id, id);
+    snprintf(uid, sizeof uid, "%.200s_R%s", old->ical_uid, id);
+    next.ical_uid = strdup(uid);
+    next.summary = strdup(old->summary ? old->summary : "");
+    next.description = strdup(old->description ? old->description : "");
+    next.location = strdup(old->location ? old->location : "");
+    snprintf(next.status, sizeof next.status, "%s", old->status);
+    next.all_day = old->all_day;
+    snprintf(next.time_zone, sizeof next.time_zone, "%s", old->time_zone);
+    snprintf(next.calendar_zone, sizeof next.calendar_zone, "%s", old->calendar_zone);
+    civil_from_seconds(in->original_local, &next.start_local);
+    civil_from_seconds(civil_to_seconds(&old->end_local) - civil_to_seconds(&old->start_local) + in->original_local,
+                       &next.end_local);
+    next.rrule = old->rrule ? strdup(old->rrule) : NULL;
+    next.nreminders = old->nreminders;
+    memcpy(next.reminders, old->reminders, sizeof next.reminders);
+    next.attendees = calloc((size_t)old->nattendees + 1, sizeof *next.attendees);
+    if (next.attendees && old->nattendees)
+        memcpy(next.attendees, old->attendees, (size_t)old->nattendees * sizeof *next.attendees);
+    next.nattendees = next.attendees ? old->nattendees : 0;
+    for (size_t i = 0; i < old->nrdates; i++)
+        if (old->rdates[i] > in->original_local) {
+            int64_t *g = realloc(next.rdates, (next.nrdates + 1) * sizeof *g);
+            if (g) next.rdates = g, next.rdates[next.nrdates++] = old->rdates[i];
+        }
+    for (size_t i = 0; i < old->nexdates; i++)
+        if (old->exdates[i] > in->original_local) {
+            int64_t *g = realloc(next.exdates, (next.nexdates + 1) * sizeof *g);
+            if (g) next.exdates = g, next.exdates[next.nexdates++] = old->exdates[i];
+        }
+    rrule r;
+    if (next.rrule && rrule_parse(next.rrule, strlen(next.rrule), &r, msg, sizeof msg) == 0 &&
+        (r.has & RRULE_HAS_COUNT)) {
+        uint32_t total = r.count;
+        if (truncate_before(c, in, old) != 0) goto fail;
+        rrule_parse(old->rrule, strlen(old->rrule), &r, msg, sizeof msg);
+        uint32_t before = r.count;
+        rrule_parse(next.rrule, strlen(next.rrule), &r, msg, sizeof msg);
+        r.count = total > before ? total - before : 1;
+        size_t need = rrule_format(&r, NULL, 0) + 1;
+        free(next.rrule);
+        next.rrule = malloc(need);
+        if (next.rrule) rrule_format(&r, next.rrule, need);
+    } else if (truncate_before(c, in, old) != 0) {
+        goto fail;
+    }
+    if (cal_json_apply(c->db, c->tz, body, false, old->calendar_zone, &next, &seen, &e) != 0) {
+        http_send_err(c->r, &e);
+        goto out;
+    }
+    if (cal_event_resolve(old, c->tz, msg, sizeof msg, field, sizeof field) != 0 ||
+        cal_event_resolve(&next, c->tz, msg, sizeof msg, field, sizeof field) != 0) {
+        http_send_error(c->r, 400, "invalid_value", field, "%s", msg);
+        goto out;
+    }
+    if (store_begin(c->db) != STORE_OK) goto dberr;
+    bool moved_times = seen.has_start || seen.has_end || seen.has_recurrence;
+    if (cal_event_save_tx(c->db, old, false) != CAL_OK || cal_event_save_tx(c->db, &next, true) != CAL_OK ||
+        (moved_times ? cal_overrides_drop_from(c->db, old->id, in->original_ms)
+                     : cal_overrides_move(c->db, old->id, next.id, in->original_ms)) != CAL_OK) {
+        store_rollback(c->db);
+        goto dberr;
+    }
+    if (store_commit(c->db) != STORE_OK) goto dberr;
+    bool org;
+    cal_event fresh;
+    if (cal_event_load(c->db, c->me, next.id, &fresh, &org) != CAL_OK) goto dberr;
+    send_event(c, 200, &fresh);
+    cal_event_free(&fresh);
+    goto out;
+fail:
+    http_send_error(c->r, 400, "invalid_value", "original_start", "the series cannot be split there");
+    goto out;
+dberr:
+    db_error(c);
+out:
+    cal_event_free(&next);
+}
+
+static void handle_instance_patch(http_req *r)
+{
+    ctx c = ctx_of(r);
+    instance in;
+    http_err e;
+    char scope[16] = "";
+    if (http_query(r, "scope", scope, sizeof scope) < 0 || (scope[0] && strcmp(scope, "following")))
+        return http_send_error(r, 400, "invalid_value", "scope", "scope must be 'following' or absent");
+    json_t *body = http_json_body(r, &e);
+    if (!body) return http_send_err(r, &e);
+    if (!load_instance(&c, &in)) {
+        json_decref(body);
+        return;
+    }
+    if (scope[0]) {
+        split_series(&c, &in, body);
+    } else {
+        cal_override o;
+        if (cal_override_load(c.db, in.ev.id, in.original_ms, &o) != CAL_OK) {
+            memset(&o, 0, sizeof o);
+            o.event_id = in.ev.id;
+            o.original_ms = in.original_ms;
+            o.start_ms = cal_series_utc_ms(&in.series, in.original_local);
+            o.end_ms = cal_series_end_ms(&in.series, in.original_local);
+        }
+        if (override_apply(&c, &in, body, &o, &e) != 0) http_send_err(r, &e);
+        else if (cal_override_save(c.db, &o, in.ev.all_day) != CAL_OK || cal_event_touch(c.db, in.ev.id) != CAL_OK)
+            db_error(&c);
+        else
+            send_instance(&c, &in, &o);
+        cal_override_free(&o);
+    }
+    json_decref(body);
+    cal_event_free(&in.ev);
+}
+
+/* ---- invitations -------------------------------------------------------- */
+
+static void handle_rsvp(http_req *r)
+{
+    static const char *const fields[] = {"status", "reminders", NULL};
+    ctx c = ctx_of(r);
+    http_err e;
+    cal_event ev;
+    if (!load_event(&c, &ev, false)) return;
+    const char *status;
+    cal_response resp;
+    cal_reminder rem[CAL_MAX_REMINDERS];
+    int nrem = 0;
+    json_t *body = http_json_body(r, &e), *rj = NULL;
+    if (!body || json_only_fields(body, fields, &e) || json_field_str(body, "status", true, 16, &status, &e)) goto bad;
+    if (cal_response_parse(status, &resp) != 0) {
+        http_err_set(&e, 400, "invalid_value", "status", "status must be needs_action, accepted, declined or tentative");
+        goto bad;
+    }
+    rj = json_object_get(body, "reminders");
+    if (rj && !json_is_null(rj) && cal_json_reminders(rj, "reminders", rem, &nrem, &e) != 0) goto bad;
+    int rc = cal_rsvp(c.db, ev.id, c.me, resp, rem, nrem, rj != NULL);
+    if (rc == CAL_NOT_FOUND) {
+        http_err_set(&e, 403, "forbidden", NULL, "only invited attendees answer an invitation");
+        goto bad;
+    }
+    if (rc != CAL_OK || cal_event_touch(c.db, ev.id) != CAL_OK) {
+        db_error(&c);
+    } else {
+        cal_event fresh;
+        bool org;
+        if (cal_event_load(c.db, c.me, ev.id, &fresh, &org) != CAL_OK) db_error(&c);
+        else send_event(&c, 200, &fresh), cal_event_free(&fresh);
+    }
+    json_decref(body);
+    cal_event_free(&ev);
+    return;
+bad:
+    json_decref(body);
+    cal_event_free(&ev);
+    http_send_err(r, &e);
+}
+
+/* ---- free/busy ---------------------------------------------------------- */
+
+#define FREEBUSY_MAX_USERS 50
+#define FREEBUSY_MAX_DAYS 366
+#define FREEBUSY_MAX_INTERVALS 5000
+
+static bool body_instant(const json_t *body, const char *name, int64_t *ms, http_err *e)
+{
+    const char *s;
+    rfc3339 t;
+    if (json_field_str(body, name, true, 40, &s, e) != 0) return false;
+    if (rfc3339_parse(s, strlen(s), &t) != 0 || !t.has_offset) {
+        http_err_set(e, 400, "invalid_value", name, "%s must be an RFC 3339 instant with an offset", name);
+        return false;
+    }
+    *ms = (civil_to_seconds(&t.local) - t.offset) * 1000 + t.millis;
+    return true;
+}
+
+static json_t *busy_of(ctx *c, int64_t who, int64_t from, int64_t to)
+{
+    cal_query q = {.viewer = who, .from_ms = from, .to_ms = to, .limit = FREEBUSY_MAX_INTERVALS, .busy_only = true};
+    cal_listing l;
+    if (cal_list(c->db, c->tz, &q, &l) != CAL_OK) {
+        cal_listing_free(&l);
+        return NULL;
+    }
+    json_t *busy = json_array();
+    char a[32], b[32];
+    /* Items come sorted by start: merge overlapping or touching ones. */
+    for (size_t i = 0; i < l.nitems;) {
+        int64_t s = l.items[i].start_ms, e = l.items[i].end_ms;
+        for (i++; i < l.nitems && l.items[i].start_ms <= e; i++)
+            if (l.items[i].end_ms > e) e = l.items[i].end_ms;
+        rfc3339_format((s < from ? from : s) / 1000, 0, a, sizeof a);
+        rfc3339_format((e > to ? to : e) / 1000, 0, b, sizeof b);
+        json_array_append_new(busy, json_pack("{s:s,s:s}", "start", a, "end", b));
+    }
+    cal_listing_free(&l);
+    return busy;
+}
+
+static void handle_freebusy(http_req *r)
+{
+    static const char *const fields[] = {"users", "from", "to", NULL};
+    ctx c = ctx_of(r);
+    http_err e;
+    int64_t from, to;
+    json_t *body = http_json_body(r, &e), *users;
+    if (!body || json_only_fields(body, fields, &e) || !body_instant(body, "from", &from, &e) ||
+        !body_instant(body, "to", &to, &e))
+        goto bad;
+    if (to <= from || to - from > (int64_t)FREEBUSY_MAX_DAYS * 86400000) {
+        http_err_set(&e, 400, "invalid_value", "to", "to must be after from, at most %d days later", FREEBUSY_MAX_DAYS);
+        goto bad;
+    }
+    users = json_object_get(body, "users");
+    if (!json_is_array(users) || json_array_size(users) == 0 || json_array_size(users) > FREEBUSY_MAX_USERS) {
+        http_err_set(&e, 400, "invalid_value", "users", "users must be a list of 1 to %d emails or user ids",
+                     FREEBUSY_MAX_USERS);
+        goto bad;
+    }
+    json_t *out = json_object(), *v;
+    size_t i;
+    json_array_foreach(users, i, v) {
+        const char *key = json_string_value(v);
+        int64_t id = 0, uid;
+        char email[256];
+        if (!key || json_string_length(v) == 0 || json_string_length(v) > 254) {
+            json_decref(out);
+            http_err_set(&e, 400, "invalid_value", "users", "users[%zu] must be an email or a user id", i);
+            goto bad;
+        }
+        bool by_id = base_id_parse(key, strlen(key), &id) == 0;
+        int rc = cal_user_lookup(c.db, by_id ? NULL : key, id, &uid, email, sizeof email);
+        json_t *busy = rc == CAL_OK ? busy_of(&c, uid, from, to) : NULL;
+        if (rc == CAL_ERROR || (rc == CAL_OK && !busy)) {
+            json_decref(out);
+            json_decref(body);
+            return db_error(&c);
+        }
+        json_object_set_new(out, key, busy ? json_pack("{s:o}", "busy", busy)
+                                          : json_pack("{s:s,s:[]}", "error", "not_found", "busy"));
+    }
+    char a[32], b[32];
+    rfc3339_format(from / 1000, 0, a, sizeof a);
+    rfc3339_format(to / 1000, 0, b, sizeof b);
+    json_decref(body);
+    http_send_json(r, 200, json_pack("{s:s,s:s,s:o}", "from", a, "to", b, "users", out));
+    return;
+bad:
+    json_decref(body);
+    http_send_err(r, &e);
+}
+
+void calendar_http_register(http_server *s)
+{
+    const unsigned A = HTTP_ROUTE_AUTH;
+    http_route(s, HTTP_GET, "/v1/calendars", handle_calendars_list, A);
+    http_route(s, HTTP_POST, "/v1/calendars", handle_calendar_create, A);
+    http_route(s, HTTP_GET, "/v1/calendars/{id}", handle_calendar_get, A);
+    http_route(s, HTTP_DELETE, "/v1/calendars/{id}", handle_calendar_delete, A);
+    http_route(s, HTTP_GET, "/v1/events", handle_events_list, A);
+    http_route(s, HTTP_POST, "/v1/events", handle_event_create, A);
+    http_route(s, HTTP_GET, "/v1/events/{id}", handle_event_get, A);
+    http_route(s, HTTP_PATCH, "/v1/events/{id}", handle_event_patch, A);
+    http_route(s, HTTP_DELETE, "/v1/events/{id}", handle_event_delete, A);
+    http_route(s, HTTP_GET, "/v1/events/{id}/instances", handle_instances_list, A);
+    http_route(s, HTTP_PATCH, "/v1/events/{id}/instances/{original_start}", handle_instance_patch, A);
+    http_route(s, HTTP_DELETE, "/v1/events/{id}/instances/{original_start}", handle_instance_delete, A);
+    http_route(s, HTTP_POST, "/v1/events/{id}/rsvp", handle_rsvp, A);
+    http_route(s, HTTP_POST, "/v1/freebusy", handle_freebusy, A);
+}

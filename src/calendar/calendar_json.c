@@ -1,0 +1,538 @@
+/* calendar_json.c -- events in and out of JSON, with validation that names
+ * the field and the reason for every refusal. */
+#include "calendar/calendar_json.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "http/json.h"
+#include "time/rfc3339.h"
+#include "time/rrule.h"
+
+/* ---- times -------------------------------------------------------------- */
+
+int cal_json_time(tz_db *tz, const json_t *obj, const char *field, const char *default_zone, bool *all_day,
+                  civil_time *local, char *zone, http_err *err)
+{
+    static const char *const fields[] = {"date", "date_time", "time_zone", NULL};
+    char sub[64];
+    if (!json_is_object(obj)) {
+        http_err_set(err, 400, "wrong_type", field, "%s must be an object with date or date_time", field);
+        return -1;
+    }
+    if (json_only_fields(obj, fields, err) != 0) goto named;
+    const char *date = NULL, *dt = NULL, *tzname = NULL;
+    snprintf(sub, sizeof sub, "%s.date", field);
+    if (json_field_str(obj, "date", false, 10, &date, err) != 0) goto named;
+    if (json_field_str(obj, "date_time", false, 40, &dt, err) != 0) goto named;
+    if (json_field_str(obj, "time_zone", false, CAL_ZONE_MAX - 1, &tzname, err) != 0) goto named;
+    if (!date == !dt) {
+        http_err_set(err, 400, "invalid_value", field, "%s needs exactly one of date and date_time", field);
+        return -1;
+    }
+    if (date) {
+        snprintf(sub, sizeof sub, "%s.date", field);
+        if (rfc3339_parse_date(date, strlen(date), local) != 0) {
+            http_err_set(err, 400, "invalid_value", sub, "%s must be a date like 2026-10-26", sub);
+            return -1;
+        }
+        if (tzname) {
+            snprintf(sub, sizeof sub, "%s.time_zone", field);
+            http_err_set(err, 400, "invalid_value", sub, "an all-day date takes no time zone");
+            return -1;
+        }
+        *all_day = true;
+        zone[0] = '\0';
+        return 0;
+    }
+    const char *zname = tzname ? tzname : default_zone;
+    const tz_zone *z = tz_db_get(tz, zname);
+    if (!z) {
+        snprintf(sub, sizeof sub, "%s.time_zone", field);
+        http_err_set(err, 400, "invalid_value", sub, "unknown time zone '%.64s'", zname);
+        return -1;
+    }
+    rfc3339 t;
+    if (rfc3339_parse(dt, strlen(dt), &t) != 0 || t.local.year < 1 || t.local.year > 9998) {
+        snprintf(sub, sizeof sub, "%s.date_time", field);
+        http_err_set(err, 400, "invalid_value", sub,
+                     "%s must be an RFC 3339 date-time like 2026-10-26T09:00:00-04:00 (years 1-9998)", sub);
+        return -1;
+    }
+    *local = t.local;
+    if (t.has_offset) /* an instant: show it as wall time in the zone */
+        civil_from_seconds(tz_utc_to_local(z, civil_to_seconds(&t.local) - t.offset), local);
+    *all_day = false;
+    snprintf(zone, CAL_ZONE_MAX, "%s", zname);
+    return 0;
+named:
+    http_err_prefix(err, field);
+    return -1;
+}
+
+/* ---- recurrence lines --------------------------------------------------- */
+
+/* "EXDATE;TZID=Europe/London:20261109T090000,20261116T090000" and the like.
+ * Values go to local seconds of the event's zone. */
+static int parse_dates(tz_db *tz, const cal_event *e, const char *line, const char *field, int64_t **arr, size_t *n,
+                       http_err *err)
+{
+    const char *colon = strchr(line, ':');
+    const char *params = strchr(line, ';');
+    char tzid[CAL_ZONE_MAX] = "";
+    if (!colon) {
+        http_err_set(err, 400, "invalid_value", field, "%s: expected NAME[;params]:values", field);
+        return -1;
+    }
+    for (const char *p = params; p && p < colon; p = strchr(p + 1, ';')) {
+        if (p >= colon) break;
+        if (strncmp(p, ";TZID=", 6) == 0) {
+            const char *end = p + 6;
+            while (end < colon && *end != ';') end++;
+            snprintf(tzid, sizeof tzid, "%.*s", (int)(end - p - 6), p + 6);
+        } else if (strncmp(p, ";VALUE=DATE", 11) != 0) {
+            http_err_set(err, 400, "invalid_value", field, "%s: unsupported parameter '%.20s'", field, p + 1);
+            return -1;
+        }
+    }
+    const tz_zone *ez = tz_db_get(tz, cal_event_zone_name(e));
+    const tz_zone *vz = tzid[0] ? tz_db_get(tz, tzid) : ez;
+    if (tzid[0] && !vz) {
+        http_err_set(err, 400, "invalid_value", field, "%s: unknown time zone '%s'", field, tzid);
+        return -1;
+    }
+    const char *v = colon + 1;
+    while (*v) {
+        const char *comma = strchr(v, ',');
+        size_t len = comma ? (size_t)(comma - v) : strlen(v);
+        civil_time t;
+        bool is_date;
+        bool utc = len == 16 && v[15] == 'Z';
+        if (*n >= CAL_MAX_DATES || civil_parse_basic(v, utc ? 15 : len, &t, &is_date) != 0 ||
+            is_date != e->all_day) {
+            http_err_set(err, 400, "invalid_value", field,
+                         *n >= CAL_MAX_DATES ? "%s: at most %d dates" : "%s: '%.*s' is not a %s", field,
+                         *n >= CAL_MAX_DATES ? CAL_MAX_DATES : (int)len, v,
+                         e->all_day ? "date (YYYYMMDD)" : "date-time (YYYYMMDDTHHMMSS[Z])");
+            return -1;
+        }
+        int64_t secs = civil_to_seconds(&t);
+        if (utc) secs = tz_utc_to_local(ez, secs);
+        else if (vz != ez) secs = tz_utc_to_local(ez, tz_local_to_utc(vz, secs));
+        int64_t *grown = realloc(*arr, (*n + 1) * sizeof *grown);
+        if (!grown) {
+            http_err_set(err, 503, "unavailable", NULL, "out of memory");
+            return -1;
+        }
+        *arr = grown;
+        (*arr)[(*n)++] = secs;
+        v += len + (comma ? 1 : 0);
+    }
+    return 0;
+}
+
+static int cmp64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int parse_recurrence(tz_db *tz, const json_t *arr, cal_event *e, http_err *err)
+{
+    if (!json_is_array(arr) || json_array_size(arr) > 100) {
+        http_err_set(err, 400, "wrong_type", "recurrence", "recurrence must be an array of at most 100 lines");
+        return -1;
+    }
+    free(e->rrule);
+    free(e->rdates);
+    free(e->exdates);
+    e->rrule = NULL;
+    e->rdates = e->exdates = NULL;
+    e->nrdates = e->nexdates = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v) {
+        char field[48], msg[200];
+        snprintf(field, sizeof field, "recurrence[%zu]", i);
+        const char *line = json_string_value(v);
+        if (!line || json_string_length(v) > RRULE_TEXT_MAX) {
+            http_err_set(err, 400, "wrong_type", field, "%s must be a string of at most %d bytes", field,
+                         RRULE_TEXT_MAX);
+            return -1;
+        }
+        if (strncmp(line, "RRULE:", 6) == 0) {
+            rrule r;
+            if (e->rrule) {
+                http_err_set(err, 400, "invalid_value", field, "only one RRULE is allowed");
+                return -1;
+            }
+            if (rrule_parse(line + 6, strlen(line + 6), &r, msg, sizeof msg) != 0) {
+                http_err_set(err, 400, "invalid_rrule", field, "%s", msg);
+                return -1;
+            }
+            if ((r.has & RRULE_HAS_COUNT) && r.count > CAL_MAX_COUNT) {
+                http_err_set(err, 400, "invalid_rrule", field, "COUNT: at most %d", CAL_MAX_COUNT);
+                return -1;
+            }
+            size_t need = rrule_format(&r, NULL, 0) + 1;
+            e->rrule = malloc(need);
+            if (e->rrule) rrule_format(&r, e->rrule, need);
+        } else if (strncmp(line, "EXDATE", 6) == 0 && (line[6] == ':' || line[6] == ';')) {
+            if (parse_dates(tz, e, line, field, &e->exdates, &e->nexdates, err) != 0) return -1;
+        } else if (strncmp(line, "RDATE", 5) == 0 && (line[5] == ':' || line[5] == ';')) {
+            if (parse_dates(tz, e, line, field, &e->rdates, &e->nrdates, err) != 0) return -1;
+        } else {
+            http_err_set(err, 400, "invalid_value", field, "%s: expected an RRULE:, EXDATE: or RDATE: line", field);
+            return -1;
+        }
+    }
+    if (e->nrdates) qsort(e->rdates, e->nrdates, sizeof *e->rdates, cmp64);
+    if (e->nexdates) qsort(e->exdates, e->nexdates, sizeof *e->exdates, cmp64);
+    return 0;
+}
+
+/* ---- reminders and attendees -------------------------------------------- */
+
+int cal_json_reminders(const json_t *arr, const char *field, cal_reminder *out, int *n, http_err *err)
+{
+    static const char *const fields[] = {"method", "minutes_before", NULL};
+    if (!json_is_array(arr) || json_array_size(arr) > CAL_MAX_REMINDERS) {
+        http_err_set(err, 400, "wrong_type", field, "%s must be an array of at most %d reminders", field,
+                     CAL_MAX_REMINDERS);
+        return -1;
+    }
+    size_t i;
+    json_t *v;
+    *n = 0;
+    json_array_foreach(arr, i, v) {
+        char sub[48];
+        const char *method;
+        int64_t minutes;
+        snprintf(sub, sizeof sub, "%s[%zu]", field, i);
+        if (!json_is_object(v)) {
+            http_err_set(err, 400, "wrong_type", sub, "%s must be an object", sub);
+            return -1;
+        }
+        if (json_only_fields(v, fields, err) || json_field_str(v, "method", true, 7, &method, err) ||
+            json_field_int(v, "minutes_before", true, 0, CAL_MAX_REMINDER_MINUTES, &minutes, NULL, err))
+            goto named;
+        if (strcmp(method, "push") && strcmp(method, "email") && strcmp(method, "webhook")) {
+            http_err_set(err, 400, "invalid_value", "method", "method must be push, email or webhook");
+            goto named;
+        }
+        snprintf(out[*n].method, sizeof out[*n].method, "%s", method);
+        out[*n].minutes_before = (int32_t)minutes;
+        (*n)++;
+        continue;
+    named:
+        http_err_prefix(err, sub);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_attendees(store *db, const json_t *arr, cal_event *e, http_err *err)
+{
+    static const char *const fields[] = {"email", "user_id", "response_status", "self", NULL};
+    if (!json_is_array(arr) || json_array_size(arr) > CAL_MAX_ATTENDEES) {
+        http_err_set(err, 400, json_is_array(arr) ? "too_many" : "wrong_type", "attendees",
+                     "attendees must be an array of at most %d people", CAL_MAX_ATTENDEES);
+        return -1;
+    }
+    free(e->attendees);
+    e->attendees = calloc(json_array_size(arr) + 1, sizeof *e->attendees);
+    e->nattendees = 0;
+    if (!e->attendees) {
+        http_err_set(err, 503, "unavailable", NULL, "out of memory");
+        return -1;
+    }
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v) {
+        char sub[48];
+        const char *email, *uid;
+        int64_t id = 0;
+        snprintf(sub, sizeof sub, "attendees[%zu]", i);
+        if (!json_is_object(v) || json_only_fields(v, fields, err) ||
+            json_field_str(v, "email", false, 254, &email, err) ||
+            json_field_str(v, "user_id", false, 16, &uid, err)) {
+            if (!json_is_object(v)) http_err_set(err, 400, "wrong_type", "", "must be an object");
+            http_err_prefix(err, sub);
+            return -1;
+        }
+        if (!email && !uid) {
+            http_err_set(err, 400, "missing_field", sub, "%s needs an email or a user_id", sub);
+            return -1;
+        }
+        if (uid && base_id_parse(uid, strlen(uid), &id) != 0) {
+            http_err_set(err, 400, "invalid_value", sub, "%s.user_id is not a user id", sub);
+            return -1;
+        }
+        cal_attendee *a = &e->attendees[e->nattendees];
+        int rc = cal_user_lookup(db, uid ? NULL : email, id, &a->user_id, a->email, sizeof a->email);
+        if (rc == CAL_ERROR) {
+            http_err_set(err, 503, "unavailable", NULL, "the database did not answer; try again");
+            return -1;
+        }
+        if (rc == CAL_NOT_FOUND) {
+            http_err_set(err, 400, "unknown_user", sub, "%s: no registered user %s", sub, uid ? uid : email);
+            return -1;
+        }
+        bool dup = a->user_id == e->created_by;
+        for (int k = 0; k < e->nattendees && !dup; k++) dup = e->attendees[k].user_id == a->user_id;
+        if (!dup) e->nattendees++;
+    }
+    return 0;
+}
+
+/* ---- the whole body ----------------------------------------------------- */
+
+static int take_str(const json_t *body, const char *name, size_t max, char **dst, bool *seen, http_err *err)
+{
+    const char *v;
+    json_t *raw = json_object_get(body, name);
+    if (!raw) return 0;
+    *seen = true;
+    if (json_is_string(raw) && json_string_length(raw) == 0) v = ""; /* clearing is fine */
+    else if (json_field_str(body, name, false, max, &v, err) != 0) return -1;
+    free(*dst);
+    *dst = strdup(v ? v : "");
+    return 0;
+}
+
+int cal_json_apply(store *db, tz_db *tz, const json_t *body, bool create, const char *calendar_zone, cal_event *e,
+                   cal_input *seen, http_err *err)
+{
+    static const char *const fields[] = {"summary", "description", "location", "start", "end", "recurrence",
+                                         "status", "attendees", "reminders", "calendar_id", "ical_uid", NULL};
+    memset(seen, 0, sizeof *seen);
+    if (json_only_fields(body, fields, err) ||
+        take_str(body, "summary", CAL_SUMMARY_MAX, &e->summary, &seen->has_summary, err) ||
+        take_str(body, "description", CAL_DESCRIPTION_MAX, &e->description, &seen->has_description, err) ||
+        take_str(body, "location", CAL_LOCATION_MAX, &e->location, &seen->has_location, err))
+        return -1;
+    const char *uid, *status;
+    if (json_field_str(body, "ical_uid", false, CAL_UID_MAX, &uid, err) ||
+        json_field_str(body, "status", false, 11, &status, err))
+        return -1;
+    if (uid) {
+        seen->has_uid = true;
+        free(e->ical_uid);
+        e->ical_uid = strdup(uid);
+    }
+    if (status) {
+        if (strcmp(status, "confirmed") && strcmp(status, "tentative") && strcmp(status, "cancelled")) {
+            http_err_set(err, 400, "invalid_value", "status", "status must be confirmed, tentative or cancelled");
+            return -1;
+        }
+        seen->has_status = true;
+        snprintf(e->status, sizeof e->status, "%s", status);
+    }
+    json_t *start = json_object_get(body, "start"), *end = json_object_get(body, "end");
+    if (create && (!start || !end)) {
+        http_err_set(err, 400, "missing_field", start ? "end" : "start", "%s is required", start ? "end" : "start");
+        return -1;
+    }
+    if (start || end) {
+        /* PATCH may send one side; the other keeps its wall time and zone. */
+        bool sa = e->all_day, ea = e->all_day;
+        char szone[CAL_ZONE_MAX], ezone[CAL_ZONE_MAX];
+        snprintf(szone, sizeof szone, "%s", e->time_zone);
+        snprintf(ezone, sizeof ezone, "%s", e->time_zone);
+        const char *def = e->time_zone[0] ? e->time_zone : calendar_zone;
+        if (start && cal_json_time(tz, start, "start", def, &sa, &e->start_local, szone, err)) return -1;
+        if (end && cal_json_time(tz, end, "end", start ? szone[0] ? szone : def : def, &ea, &e->end_local, ezone,
+                                 err))
+            return -1;
+        if (sa != ea) {
+            http_err_set(err, 400, "invalid_value", "end", "start and end must both be dates or both date-times");
+            return -1;
+        }
+        if (!sa && strcmp(szone, ezone) != 0) { /* keep one zone: end as wall time in start's */
+            const tz_zone *zs = tz_db_get(tz, szone), *ze = tz_db_get(tz, ezone);
+            civil_from_seconds(tz_utc_to_local(zs, tz_local_to_utc(ze, civil_to_seconds(&e->end_local))),
+                               &e->end_local);
+        }
+        e->all_day = sa;
+        snprintf(e->time_zone, sizeof e->time_zone, "%s", szone);
+        seen->has_start = start != NULL;
+        seen->has_end = end != NULL;
+    }
+    json_t *rec = json_object_get(body, "recurrence");
+    if (rec && !json_is_null(rec)) {
+        seen->has_recurrence = true;
+        if (parse_recurrence(tz, rec, e, err) != 0) return -1;
+    } else if (rec) {
+        seen->has_recurrence = true;
+        json_t *empty = json_array();
+        parse_recurrence(tz, empty, e, err);
+        json_decref(empty);
+    }
+    json_t *rem = json_object_get(body, "reminders");
+    if (rem) {
+        seen->has_reminders = true;
+        if (cal_json_reminders(rem, "reminders", e->reminders, &e->nreminders, err) != 0) return -1;
+    }
+    json_t *att = json_object_get(body, "attendees");
+    if (att) {
+        seen->has_attendees = true;
+        if (parse_attendees(db, att, e, err) != 0) return -1;
+    }
+    return 0;
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static json_t *time_json(const tz_zone *z, const char *zone_name, bool all_day, const civil_time *local,
+                         int64_t utc_ms)
+{
+    char buf[40];
+    if (all_day) {
+        rfc3339_format_date(local, buf, sizeof buf);
+        return json_pack("{s:s}", "date", buf);
+    }
+    int64_t secs = utc_ms / 1000;
+    rfc3339_format(secs, tz_offset_at(z, secs), buf, sizeof buf);
+    if (!zone_name[0]) return json_pack("{s:s}", "date_time", buf);
+    return json_pack("{s:s,s:s}", "date_time", buf, "time_zone", zone_name);
+}
+
+static json_t *dates_line(const char *name, const cal_event *e, const int64_t *d, size_t n)
+{
+    size_t cap = 64 + n * 17;
+    char *line = malloc(cap);
+    if (!line) return NULL;
+    size_t len = e->all_day ? (size_t)snprintf(line, cap, "%s;VALUE=DATE:", name)
+                 : e->time_zone[0] ? (size_t)snprintf(line, cap, "%s;TZID=%s:", name, e->time_zone)
+                                   : (size_t)snprintf(line, cap, "%s:", name);
+    for (size_t i = 0; i < n; i++) {
+        civil_time t;
+        civil_from_seconds(d[i], &t);
+        if (i) line[len++] = ',';
+        len += (size_t)civil_format_basic(&t, e->all_day, line + len, cap - len);
+    }
+    json_t *j = json_string(line);
+    free(line);
+    return j;
+}
+
+static json_t *recurrence_json(const cal_event *e)
+{
+    json_t *arr = json_array();
+    if (e->rrule) {
+        size_t need = strlen(e->rrule) + 7;
+        char *line = malloc(need);
+        if (line) {
+            snprintf(line, need, "RRULE:%s", e->rrule);
+            json_array_append_new(arr, json_string(line));
+            free(line);
+        }
+    }
+    if (e->nexdates) json_array_append_new(arr, dates_line("EXDATE", e, e->exdates, e->nexdates));
+    if (e->nrdates) json_array_append_new(arr, dates_line("RDATE", e, e->rdates, e->nrdates));
+    return arr;
+}
+
+static json_t *reminders_json(const cal_reminder *r, int n)
+{
+    json_t *arr = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(arr, json_pack("{s:s,s:i}", "method", r[i].method, "minutes_before", r[i].minutes_before));
+    return arr;
+}
+
+static json_t *attendees_json(const cal_event *e, int64_t viewer)
+{
+    json_t *arr = json_array();
+    for (int i = 0; i < e->nattendees; i++) {
+        const cal_attendee *a = &e->attendees[i];
+        char id[17];
+        base_id_format(a->user_id, id);
+        json_t *j = json_pack("{s:s,s:s,s:s}", "email", a->email, "user_id", id, "response_status",
+                              cal_response_name(a->response));
+        if (a->user_id == viewer) {
+            json_object_set_new(j, "self", json_true());
+            if (a->has_reminders) json_object_set_new(j, "reminders", reminders_json(a->reminders, a->nreminders));
+        }
+        json_array_append_new(arr, j);
+    }
+    return arr;
+}
+
+/* The fields every rendering of an event shares. */
+static json_t *event_base(const cal_event *e, int64_t viewer)
+{
+    char id[17], cal[17], org[17], created[32], updated[32];
+    base_id_format(e->id, id);
+    base_id_format(e->calendar_id, cal);
+    base_id_format(e->created_by, org);
+    base_format_rfc3339_ms(e->created_ms, created, sizeof created);
+    base_format_rfc3339_ms(e->updated_ms, updated, sizeof updated);
+    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:{s:s,s:s},s:s,s:o,s:o,s:s,s:s,s:s}", "id", id, "calendar_id",
+                     cal, "ical_uid", e->ical_uid ? e->ical_uid : "", "summary", e->summary ? e->summary : "",
+                     "description", e->description ? e->description : "", "location", e->location ? e->location : "",
+                     "status", e->status, "organizer", "id", org, "email", e->organizer_email, "created_by", org,
+                     "attendees", attendees_json(e, viewer), "reminders", reminders_json(e->reminders, e->nreminders),
+                     "etag", e->etag, "created", created, "updated", updated);
+}
+
+json_t *cal_json_event(const cal_event *e, tz_db *tz, int64_t viewer)
+{
+    json_t *j = event_base(e, viewer);
+    const char *zname = cal_event_zone_name(e);
+    const tz_zone *z = zname[0] ? tz_db_get(tz, zname) : NULL;
+    int64_t start = tz_local_to_utc(z, civil_to_seconds(&e->start_local));
+    int64_t end = tz_local_to_utc(z, civil_to_seconds(&e->end_local));
+    json_object_set_new(j, "start", time_json(z, e->time_zone, e->all_day, &e->start_local, start * 1000));
+    json_object_set_new(j, "end", time_json(z, e->time_zone, e->all_day, &e->end_local, end * 1000));
+    json_object_set_new(j, "recurrence", recurrence_json(e));
+    return j;
+}
+
+json_t *cal_json_item(const cal_item *it, tz_db *tz, int64_t viewer)
+{
+    const cal_event *e = it->ev;
+    if (!it->recurring) return cal_json_event(e, tz, viewer);
+    json_t *j = event_base(e, viewer);
+    const char *zname = cal_event_zone_name(e);
+    const tz_zone *z = zname[0] ? tz_db_get(tz, zname) : NULL;
+    char id[48], rid[17];
+    cal_item_id(it, id, sizeof id);
+    base_id_format(e->id, rid);
+    json_object_set_new(j, "id", json_string(id));
+    json_object_set_new(j, "recurring_event_id", json_string(rid));
+    civil_time sl, el, ol;
+    civil_from_seconds(tz_utc_to_local(z, it->start_ms / 1000), &sl);
+    civil_from_seconds(tz_utc_to_local(z, it->end_ms / 1000), &el);
+    civil_from_seconds(it->original_local, &ol);
+    if (e->all_day && it->ov && it->ov->moved) {
+        sl = it->ov->start_local;
+        el = it->ov->end_local;
+    } else if (e->all_day) {
+        civil_from_seconds(it->original_local, &sl);
+        civil_from_seconds(it->original_local + e->duration_s, &el);
+    }
+    json_object_set_new(j, "start", time_json(z, e->time_zone, e->all_day, &sl, it->start_ms));
+    json_object_set_new(j, "end", time_json(z, e->time_zone, e->all_day, &el, it->end_ms));
+    json_object_set_new(j, "original_start", time_json(z, e->time_zone, e->all_day, &ol, it->original_ms));
+    if (it->ov) {
+        const cal_override *o = it->ov;
+        if (o->summary) json_object_set_new(j, "summary", json_string(o->summary));
+        if (o->description) json_object_set_new(j, "description", json_string(o->description));
+        if (o->location) json_object_set_new(j, "location", json_string(o->location));
+        if (o->status[0]) json_object_set_new(j, "status", json_string(o->status));
+        if (o->cancelled) json_object_set_new(j, "status", json_string("cancelled"));
+    }
+    return j;
+}
+
+json_t *cal_json_calendar(const cal_calendar *c)
+{
+    char id[17], created[32];
+    base_id_format(c->id, id);
+    base_format_rfc3339_ms(c->created_ms, created, sizeof created);
+    return json_pack("{s:s,s:s,s:s,s:b,s:s}", "id", id, "summary", c->summary, "time_zone", c->time_zone, "primary",
+                     c->primary, "created", created);
+}

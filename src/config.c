@@ -1,0 +1,226 @@
+/* config.c -- option table and the four layers of configuration. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { OPT_STR, OPT_INT, OPT_SIZE } opt_type;
+
+typedef struct opt_def {
+    const char *name; /* flag without "--", file key; env is CHIME_ + upper */
+    opt_type type;
+    size_t offset;
+    size_t size;      /* for strings: buffer size */
+    int64_t min, max; /* for numbers */
+    const char *help;
+} opt_def;
+
+#define STR(f, h) {#f, OPT_STR, offsetof(chime_config, f), sizeof(((chime_config *)0)->f), 0, 0, h}
+#define NUM(n, f, t, lo, hi, h) {n, t, offsetof(chime_config, f), 0, lo, hi, h}
+
+static const opt_def opts[] = {
+    {"listen", OPT_STR, offsetof(chime_config, listen), sizeof(((chime_config *)0)->listen), 0, 0,
+     "address to serve HTTP on, HOST:PORT (default 127.0.0.1:8080)"},
+    STR(db, "database: sqlite:PATH (default sqlite:var/chime.db) or a PostgreSQL URI"),
+    {"access-log", OPT_STR, offsetof(chime_config, access_log), sizeof(((chime_config *)0)->access_log), 0, 0,
+     "access log: - for stderr (default), off, or a file path"},
+    {"log-level", OPT_STR, offsetof(chime_config, log_level), sizeof(((chime_config *)0)->log_level), 0, 0,
+     "debug, info (default), warn or error"},
+    {"admin-email", OPT_STR, offsetof(chime_config, admin_email), sizeof(((chime_config *)0)->admin_email), 0, 0,
+     "email of the user who is admin (default: the first registered user)"},
+    NUM("threads", threads, OPT_INT, 0, 256, "event loops (default 0: one per core)"),
+    NUM("max-body", max_body, OPT_SIZE, 1024, (int64_t)1 << 30,
+        "largest request body in bytes, k/m suffixes allowed (default 1m)"),
+    NUM("session-ttl", session_ttl, OPT_INT, 1, 366LL * 86400, "sign-in session lifetime, seconds (default 2592000)"),
+    NUM("signin-limit", signin_limit, OPT_INT, 1, 1000000, "failed sign-ins per account per window (default 5)"),
+    NUM("signin-ip-limit", signin_ip_limit, OPT_INT, 1, 1000000,
+        "failed sign-ins per client address per window (default 50)"),
+    NUM("signin-window", signin_window, OPT_INT, 1, 86400, "rate-limit window, seconds (default 900)"),
+    NUM("password-ops", password_ops, OPT_INT, 1, 10, "argon2id passes (default 2)"),
+    NUM("password-mem", password_mem, OPT_INT, 8, 4 * 1024 * 1024, "argon2id memory in KiB (default 65536)"),
+    NUM("workers", workers, OPT_INT, 1, 256, "background worker threads (default 2)"),
+};
+#define NOPTS (sizeof opts / sizeof opts[0])
+
+void config_defaults(chime_config *c)
+{
+    memset(c, 0, sizeof *c);
+    strcpy(c->listen, "127.0.0.1:8080");
+    strcpy(c->db, "sqlite:var/chime.db");
+    strcpy(c->access_log, "-");
+    strcpy(c->log_level, "info");
+    c->max_body = 1 << 20;
+    c->session_ttl = 30 * 86400;
+    c->signin_limit = 5;
+    c->signin_ip_limit = 50;
+    c->signin_window = 900;
+    c->password_ops = 2;
+    c->password_mem = 65536;
+    c->workers = 2;
+}
+
+static const opt_def *opt_find(const char *name, size_t len)
+{
+    for (size_t i = 0; i < NOPTS; i++)
+        if (strlen(opts[i].name) == len && memcmp(opts[i].name, name, len) == 0) return &opts[i];
+    return NULL;
+}
+
+static int opt_set(chime_config *c, const opt_def *o, const char *value, const char *source)
+{
+    char *field = (char *)c + o->offset;
+    if (o->type == OPT_STR) {
+        if (strlen(value) >= o->size) {
+            fprintf(stderr, "chime: %s: %s is too long (at most %zu bytes)\n", source, o->name, o->size - 1);
+            return -1;
+        }
+        strcpy(field, value);
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    long long v = strtoll(value, &end, 10);
+    if (o->type == OPT_SIZE && end != value) {
+        int k = tolower((unsigned char)*end);
+        if (k == 'k' || k == 'm' || k == 'g') {
+            int shift = k == 'k' ? 10 : k == 'm' ? 20 : 30;
+            v = v > (LLONG_MAX >> shift) ? LLONG_MAX : v << shift;
+            end++;
+        }
+    }
+    if (end == value || *end != '\0' || errno == ERANGE || v < o->min || v > o->max) {
+        fprintf(stderr, "chime: %s: %s must be a whole number from %lld to %lld, not '%s'\n", source,
+                o->name, (long long)o->min, (long long)o->max, value);
+        return -1;
+    }
+    *(int64_t *)field = v;
+    return 0;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    size_t n = strlen(s);
+    while (n > 0 && isspace((unsigned char)s[n - 1])) s[--n] = '\0';
+    return s;
+}
+
+/* "key = value" lines; '#' starts a comment; keys are the flag names. */
+static int config_load_file(chime_config *c, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "chime: config: cannot open %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char line[2048], source[1200];
+    int lineno = 0, rc = 0;
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        char *s = trim(line);
+        if (*s == '\0') continue;
+        char *eq = strchr(s, '=');
+        snprintf(source, sizeof source, "%s:%d", path, lineno);
+        if (!eq) {
+            fprintf(stderr, "chime: %s: expected 'key = value'\n", source);
+            rc = -1;
+            break;
+        }
+        *eq = '\0';
+        char *key = trim(s), *value = trim(eq + 1);
+        const opt_def *o = opt_find(key, strlen(key));
+        if (!o) {
+            fprintf(stderr, "chime: %s: unknown setting '%s'\n", source, key);
+            rc = -1;
+        } else {
+            rc = opt_set(c, o, value, source);
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+static int config_load_env(chime_config *c)
+{
+    for (size_t i = 0; i < NOPTS; i++) {
+        char env[64] = "CHIME_";
+        size_t n = 6;
+        for (const char *p = opts[i].name; *p && n < sizeof env - 1; p++)
+            env[n++] = *p == '-' ? '_' : (char)toupper((unsigned char)*p);
+        env[n] = '\0';
+        const char *v = getenv(env);
+        if (v && opt_set(c, &opts[i], v, env) != 0) return -1;
+    }
+    return 0;
+}
+
+void config_print_help(const char *verb)
+{
+    printf("usage: chime %s [options]\n\noptions (flag, or CHIME_NAME in the environment, or\n"
+           "'name = value' in the file given by --config):\n",
+           verb);
+    printf("  --%-18s %s\n", "config FILE", "read settings from FILE (flags and environment win)");
+    for (size_t i = 0; i < NOPTS; i++) {
+        char flag[64];
+        snprintf(flag, sizeof flag, "%s %s", opts[i].name, opts[i].type == OPT_STR ? "TEXT" : "N");
+        printf("  --%-18s %s\n", flag, opts[i].help);
+    }
+    printf("  --%-18s %s\n", "help", "print this help");
+}
+
+/* Splits "--name=value" or "--name value". Returns the value or NULL. */
+static const char *flag_value(int argc, char **argv, int *i, const char **name, size_t *name_len)
+{
+    const char *arg = argv[*i] + 2, *eq = strchr(arg, '=');
+    *name = arg;
+    *name_len = eq ? (size_t)(eq - arg) : strlen(arg);
+    if (eq) return eq + 1;
+    if (*i + 1 < argc) return argv[++*i];
+    return NULL;
+}
+
+int config_load(chime_config *c, const char *verb, int argc, char **argv)
+{
+    /* The file goes first whatever its position on the command line. */
+    const char *file = getenv("CHIME_CONFIG");
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            config_print_help(verb);
+            return 1;
+        }
+        if (strncmp(argv[i], "--config=", 9) == 0) file = argv[i] + 9;
+        else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) file = argv[i + 1];
+    }
+    if (file) {
+        snprintf(c->config_file, sizeof c->config_file, "%s", file);
+        if (config_load_file(c, file) != 0) return -1;
+    }
+    if (config_load_env(c) != 0) return -1;
+    for (int i = 0; i < argc; i++) {
+        if (strncmp(argv[i], "--", 2) != 0) {
+            fprintf(stderr, "chime: unexpected argument '%s' (see chime %s --help)\n", argv[i], verb);
+            return -1;
+        }
+        const char *name;
+        size_t len;
+        const char *value = flag_value(argc, argv, &i, &name, &len);
+        if (len == 6 && memcmp(name, "config", 6) == 0) continue;
+        const opt_def *o = opt_find(name, len);
+        if (!o) {
+            fprintf(stderr, "chime: unknown option '--%.*s' (see chime %s --help)\n", (int)len, name, verb);
+            return -1;
+        }
+        if (!value) {
+            fprintf(stderr, "chime: option --%s needs a value\n", o->name);
+            return -1;
+        }
+        if (opt_set(c, o, value, "command line") != 0) return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,35 @@
+/* config.h -- chime's settings: flags over CHIME_* environment variables over
+ * a config file over defaults. One table (config.c) describes every option,
+ * so --help, the environment names and the file keys never drift apart. */
+#ifndef CHIME_CONFIG_H
+#define CHIME_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct chime_config {
+    char listen[256];       /* HOST:PORT */
+    char db[1024];          /* sqlite:PATH or postgresql://... */
+    char config_file[1024];
+    char access_log[1024];  /* "-" = stderr, "off", or a file path */
+    char log_level[16];
+    char admin_email[256];
+    int64_t threads;        /* event loops; 0 = one per core */
+    int64_t max_body;       /* bytes */
+    int64_t session_ttl;    /* seconds */
+    int64_t signin_limit;   /* failed sign-ins per account per window */
+    int64_t signin_ip_limit;/* failed sign-ins per client address per window */
+    int64_t signin_window;  /* seconds */
+    int64_t password_ops;   /* argon2id passes */
+    int64_t password_mem;   /* argon2id memory, KiB */
+    int64_t workers;        /* background worker threads */
+} chime_config;
+
+void config_defaults(chime_config *c);
+/* Applies a config file, then the environment, then argv (flags after the
+ * verb). Returns 0, 1 when --help was printed, or -1 after printing an error
+ * that names the option. */
+int config_load(chime_config *c, const char *verb, int argc, char **argv);
+void config_print_help(const char *verb);
+
+#endif

@@ -1,0 +1,753 @@
+/* server.c -- h2o event loops, listeners, request dispatch, responses,
+ * deferred work and clean shutdown. The only file that includes h2o.h. */
+#define _GNU_SOURCE
+#include "http/server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <h2o.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "http/metrics.h"
+#include "http/router.h"
+#include "http/workers.h"
+
+typedef struct loop_thread loop_thread;
+
+struct http_server {
+    http_server_opts opts;
+    router routes;
+    http_metrics metrics;
+    h2o_globalconf_t config;
+    struct sockaddr_storage addr;
+    socklen_t addrlen;
+    int port;
+    int access_fd; /* -1 when off */
+    loop_thread *threads;
+    int nthreads;
+    workers *pool;
+    char id_prefix[12];
+};
+
+struct loop_thread {
+    http_server *srv;
+    int index;
+    pthread_t tid;
+    bool started;
+    h2o_evloop_t *loop;
+    h2o_context_t ctx;
+    h2o_accept_ctx_t accept_ctx;
+    int listen_fd;
+    h2o_socket_t *listener;
+    h2o_multithread_receiver_t done_rx; /* deferred work that finished */
+    h2o_multithread_receiver_t stop_rx;
+    h2o_multithread_message_t stop_msg;
+    void *state;
+    int pending; /* deferred requests not yet answered */
+    bool stopping;
+    uint64_t seq;
+};
+
+typedef struct chime_handler {
+    h2o_handler_t super;
+    http_server *srv;
+} chime_handler;
+
+/* A deferred request: owned by the loop thread until queued, then by the
+ * worker, then by the loop thread again, which frees it after `done`. */
+typedef struct deferred {
+    h2o_multithread_message_t msg; /* first: the queue links through it */
+    loop_thread *thread;
+    http_req *req;   /* NULL once the client's request is gone */
+    struct deferred **guard;
+    http_work_fn work;
+    http_done_fn done;
+    void *arg;
+} deferred;
+
+static loop_thread *thread_of(h2o_req_t *req)
+{
+    return (loop_thread *)((char *)req->conn->ctx - offsetof(loop_thread, ctx));
+}
+
+/* ---- responses ---------------------------------------------------------- */
+
+static const char *reason_of(int status)
+{
+    switch (status) {
+    case 200: return "OK";
+    case 201: return "Created";
+    case 202: return "Accepted";
+    case 204: return "No Content";
+    case 304: return "Not Modified";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
+    case 410: return "Gone";
+    case 412: return "Precondition Failed";
+    case 413: return "Payload Too Large";
+    case 415: return "Unsupported Media Type";
+    case 422: return "Unprocessable Entity";
+    case 429: return "Too Many Requests";
+    case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
+    default: return "Status";
+    }
+}
+
+static void access_log(http_server *srv, const http_req *r, h2o_req_t *req, int status, size_t bytes)
+{
+    if (srv->access_fd < 0) return;
+    char line[1024], peer[64];
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    http_peer(r, peer, sizeof peer);
+    double ms = (double)(base_mono_ns() - r->started_ns) / 1e6;
+    int n = snprintf(line, sizeof line,
+                     "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ access id=%s peer=%s %.*s %.*s %d %zuB %.3fms\n",
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     ts.tv_nsec / 1000000, r->request_id, peer, (int)req->method.len, req->method.base,
+                     (int)(req->path.len > 512 ? 512 : req->path.len), req->path.base, status, bytes, ms);
+    if (n > (int)sizeof line - 1) {
+        n = (int)sizeof line - 1;
+        line[n - 1] = '\n';
+    }
+    ssize_t w = write(srv->access_fd, line, (size_t)n);
+    (void)w;
+}
+
+static void finish(http_req *r, int status, const char *ctype, const char *body, size_t len)
+{
+    h2o_req_t *req = r->impl;
+    loop_thread *t = thread_of(req);
+    if (r->answered) {
+        log_error("request %s answered twice", r->request_id);
+        return;
+    }
+    r->answered = true;
+    r->status = status;
+    req->res.status = status;
+    req->res.reason = reason_of(status);
+    if (ctype)
+        h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, ctype, strlen(ctype));
+    h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-request-id"), 0, NULL, r->request_id,
+                          strlen(r->request_id));
+    metrics_observe(&t->srv->metrics, r->route_index, status, base_mono_ns() - r->started_ns);
+    access_log(t->srv, r, req, status, len);
+    req->res.content_length = len;
+    if (req->method.len == 4 && memcmp(req->method.base, "HEAD", 4) == 0) len = 0;
+    h2o_send_inline(req, body, len);
+}
+
+void http_send_body(http_req *r, int status, const char *content_type, const char *body, size_t len)
+{
+    finish(r, status, content_type, body, len);
+}
+
+void http_send_empty(http_req *r, int status)
+{
+    finish(r, status, NULL, "", 0);
+}
+
+void http_send_json(http_req *r, int status, json_t *json)
+{
+    char *text = json ? json_dumps(json, JSON_COMPACT) : NULL;
+    json_decref(json);
+    if (!text) {
+        http_send_error(r, 500, "internal", NULL, "could not encode the response");
+        return;
+    }
+    finish(r, status, "application/json", text, strlen(text));
+    free(text);
+}
+
+void http_err_set(http_err *e, int status, const char *code, const char *field, const char *fmt, ...)
+{
+    e->status = status;
+    e->code = code;
+    snprintf(e->field, sizeof e->field, "%s", field ? field : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+}
+
+void http_err_prefix(http_err *e, const char *prefix)
+{
+    char joined[sizeof e->field];
+    size_t plen = strlen(prefix), flen = strlen(e->field), n = 0;
+    for (size_t i = 0; i < plen && n + 1 < sizeof joined; i++) joined[n++] = prefix[i];
+    if (flen && n + 1 < sizeof joined) joined[n++] = '.';
+    for (size_t i = 0; i < flen && n + 1 < sizeof joined; i++) joined[n++] = e->field[i];
+    joined[n] = '\0';
+    memcpy(e->field, joined, n + 1);
+}
+
+void http_send_err(http_req *r, const http_err *e)
+{
+    json_t *err = json_pack("{s:s,s:s}", "code", e->code, "message", e->message);
+    if (err && e->field[0]) json_object_set_new(err, "field", json_string(e->field));
+    http_send_json(r, e->status, json_pack("{s:o}", "error", err));
+}
+
+void http_send_error(http_req *r, int status, const char *code, const char *field, const char *fmt, ...)
+{
+    http_err e = {.status = status, .code = code};
+    snprintf(e.field, sizeof e.field, "%s", field ? field : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.message, sizeof e.message, fmt, ap);
+    va_end(ap);
+    http_send_err(r, &e);
+}
+
+void http_add_header(http_req *r, const char *name, const char *value)
+{
+    h2o_req_t *req = r->impl;
+    size_t nlen = strlen(name);
+    char *lower = h2o_mem_alloc_pool(&req->pool, nlen + 1);
+    for (size_t i = 0; i <= nlen; i++) lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+    h2o_add_header_by_str(&req->pool, &req->res.headers, lower, nlen, 1, NULL,
+                          h2o_strdup(&req->pool, value, SIZE_MAX).base, strlen(value));
+}
+
+/* ---- request accessors -------------------------------------------------- */
+
+bool http_header(const http_req *r, const char *name, http_str *out)
+{
+    h2o_req_t *req = r->impl;
+    ssize_t i = h2o_find_header_by_str(&req->headers, name, strlen(name), -1);
+    if (i < 0) return false;
+    out->ptr = req->headers.entries[i].value.base;
+    out->len = req->headers.entries[i].value.len;
+    return true;
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Percent-decodes src into buf; '+' is a space. -1 on bad escapes or overflow. */
+static int url_decode(const char *src, size_t len, char *buf, size_t size)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = src[i];
+        if (c == '+') c = ' ';
+        else if (c == '%') {
+            if (i + 2 >= len) return -1;
+            int hi = hexval(src[i + 1]), lo = hexval(src[i + 2]);
+            if (hi < 0 || lo < 0) return -1;
+            c = (char)(hi << 4 | lo);
+            i += 2;
+        }
+        if (c == '\0' || n + 1 >= size) return -1;
+        buf[n++] = c;
+    }
+    buf[n] = '\0';
+    return 0;
+}
+
+int http_query(const http_req *r, const char *name, char *buf, size_t size)
+{
+    size_t nlen = strlen(name);
+    const char *p = r->query.ptr, *end = p + r->query.len;
+    while (p < end) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        const char *stop = amp ? amp : end;
+        const char *eq = memchr(p, '=', (size_t)(stop - p));
+        const char *kend = eq ? eq : stop;
+        if ((size_t)(kend - p) == nlen && memcmp(p, name, nlen) == 0) {
+            const char *v = eq ? eq + 1 : stop;
+            return url_decode(v, (size_t)(stop - v), buf, size) == 0 ? 1 : -1;
+        }
+        p = stop + 1;
+    }
+    return 0;
+}
+
+void http_peer(const http_req *r, char *buf, size_t size)
+{
+    h2o_req_t *req = r->impl;
+    struct sockaddr_storage ss;
+    socklen_t len = req->conn->callbacks->get_peername(req->conn, (struct sockaddr *)&ss);
+    buf[0] = '\0';
+    if (len == 0 || getnameinfo((struct sockaddr *)&ss, len, buf, (socklen_t)size, NULL, 0, NI_NUMERICHOST) != 0)
+        snprintf(buf, size, "unknown");
+}
+
+/* ---- deferred work ------------------------------------------------------ */
+
+static void deferred_guard_dispose(void *p)
+{
+    deferred **slot = p;
+    if (*slot) (*slot)->req = NULL;
+}
+
+static void deferred_run(void *p)
+{
+    deferred *d = p;
+    d->work(d->arg);
+    h2o_multithread_send_message(&d->thread->done_rx, &d->msg);
+}
+
+void http_defer(http_req *r, http_work_fn work, http_done_fn done, void *arg)
+{
+    h2o_req_t *req = r->impl;
+    loop_thread *t = thread_of(req);
+    deferred *d = calloc(1, sizeof *d);
+    if (!d) {
+        done(NULL, arg);
+        http_send_error(r, 503, "unavailable", NULL, "out of memory");
+        return;
+    }
+    d->thread = t;
+    d->req = r;
+    d->work = work;
+    d->done = done;
+    d->arg = arg;
+    /* Freed with the request's pool; tells us if the request died first. */
+    r->deferred = true;
+    d->guard = h2o_mem_alloc_shared(&req->pool, sizeof *d->guard, deferred_guard_dispose);
+    *d->guard = d;
+    t->pending++;
+    if (workers_submit(t->srv->pool, deferred_run, d) != 0) {
+        t->pending--;
+        *d->guard = NULL;
+        free(d);
+        done(NULL, arg);
+        http_send_error(r, 503, "unavailable", NULL, "the server is shutting down");
+    }
+}
+
+static void on_deferred_done(h2o_multithread_receiver_t *rx, h2o_linklist_t *messages)
+{
+    while (!h2o_linklist_is_empty(messages)) {
+        h2o_multithread_message_t *m = H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link, messages->next);
+        h2o_linklist_unlink(&m->link);
+        deferred *d = (deferred *)m;
+        d->thread->pending--;
+        if (d->req) {
+            *d->guard = NULL;
+            d->done(d->req, d->arg);
+            if (!d->req->answered) http_send_error(d->req, 500, "internal", NULL, "no response");
+        } else {
+            d->done(NULL, d->arg);
+        }
+        free(d);
+    }
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+static http_method method_of(h2o_iovec_t m)
+{
+    static const struct { const char *name; http_method m; } names[] = {
+        {"GET", HTTP_GET}, {"POST", HTTP_POST}, {"PUT", HTTP_PUT}, {"PATCH", HTTP_PATCH},
+        {"DELETE", HTTP_DELETE}, {"HEAD", HTTP_HEAD}, {"OPTIONS", HTTP_OPTIONS}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (m.len == strlen(names[i].name) && memcmp(m.base, names[i].name, m.len) == 0) return names[i].m;
+    return 0;
+}
+
+static void allow_header(http_req *r, unsigned allowed)
+{
+    static const char *names[] = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"};
+    char buf[128] = "";
+    for (int i = 0; i < 7; i++)
+        if (allowed & (1u << i)) {
+            if (buf[0]) strcat(buf, ", ");
+            strcat(buf, names[i]);
+        }
+    http_add_header(r, "Allow", buf);
+}
+
+static void dispatch(http_server *srv, http_req *r)
+{
+    unsigned allowed;
+    h2o_req_t *req = r->impl;
+    int i = router_match(&srv->routes, r->method, req->path_normalized.base, req->path_normalized.len, r, &allowed);
+    r->route_index = i >= 0 ? i : ROUTER_MAX_ROUTES;
+    if (i == -2) {
+        allow_header(r, allowed);
+        http_send_error(r, 405, "method_not_allowed", NULL, "%.*s is not allowed here", (int)req->method.len,
+                        req->method.base);
+        return;
+    }
+    if (i < 0) {
+        http_send_error(r, 404, "not_found", NULL, "no such resource");
+        return;
+    }
+    const router_route *route = &srv->routes.routes[i];
+    if (route->flags & HTTP_ROUTE_AUTH) {
+        http_err e;
+        if (!srv->opts.authenticate || srv->opts.authenticate(r, &e) != 0) {
+            if (e.status == 401) http_add_header(r, "WWW-Authenticate", "Bearer");
+            http_send_err(r, &e);
+            return;
+        }
+    }
+    route->fn(r);
+}
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req)
+{
+    http_server *srv = ((chime_handler *)self)->srv;
+    loop_thread *t = thread_of(req);
+    http_req *r = h2o_mem_alloc_pool(&req->pool, sizeof *r);
+    memset(r, 0, sizeof *r);
+    r->impl = req;
+    r->started_ns = base_mono_ns();
+    r->thread = t->state;
+    r->method = method_of(req->method);
+    r->path.ptr = req->path.base;
+    r->path.len = req->query_at == SIZE_MAX ? req->path.len : req->query_at;
+    if (req->query_at != SIZE_MAX) {
+        r->query.ptr = req->path.base + req->query_at + 1;
+        r->query.len = req->path.len - req->query_at - 1;
+    }
+    r->body.ptr = req->entity.base ? req->entity.base : "";
+    r->body.len = req->entity.base ? req->entity.len : 0;
+    snprintf(r->request_id, sizeof r->request_id, "%s%d-%llx", srv->id_prefix, t->index,
+             (unsigned long long)++t->seq);
+    if (t->stopping) {
+        http_add_header(r, "Retry-After", "1");
+        http_send_error(r, 503, "shutting_down", NULL, "the server is shutting down");
+    } else if (r->method == 0) {
+        r->route_index = ROUTER_MAX_ROUTES;
+        http_send_error(r, 405, "method_not_allowed", NULL, "unsupported method");
+    } else {
+        dispatch(srv, r);
+    }
+    if (!r->answered && !r->deferred) http_send_error(r, 500, "internal", NULL, "no response");
+    return 0;
+}
+
+/* ---- h2o's own errors as JSON ------------------------------------------- */
+
+/* h2o answers some requests itself before any handler runs (413 for a body
+ * over the limit, 400 for broken chunked encoding) with a text/plain body.
+ * This filter turns those into our JSON error shape. */
+typedef struct json_error_ostream {
+    h2o_ostream_t super;
+    h2o_iovec_t body;
+    bool sent;
+} json_error_ostream;
+
+static void json_error_do_send(h2o_ostream_t *self, h2o_req_t *req, h2o_iovec_t *bufs, size_t n,
+                               h2o_send_state_t state)
+{
+    json_error_ostream *o = (json_error_ostream *)self;
+    if (!o->sent) {
+        o->sent = true;
+        h2o_ostream_send_next(self, req, &o->body, 1, state);
+    } else {
+        h2o_ostream_send_next(self, req, NULL, 0, state);
+    }
+}
+
+static void json_error_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t **slot)
+{
+    ssize_t ct = req->res.status >= 400 ? h2o_find_header(&req->res.headers, H2O_TOKEN_CONTENT_TYPE, -1) : -1;
+    if (ct < 0 || !h2o_memis(req->res.headers.entries[ct].value.base, 10, H2O_STRLIT("text/plain"))) {
+        h2o_setup_next_ostream(req, slot);
+        return;
+    }
+    http_server *srv = *(http_server **)(self + 1);
+    const char *code = req->res.status == 413 ? "body_too_large" : "bad_request";
+    char msg[160];
+    if (req->res.status == 413)
+        snprintf(msg, sizeof msg, "the request body is larger than %zu bytes", srv->opts.max_body);
+    else
+        snprintf(msg, sizeof msg, "%s", req->res.reason ? req->res.reason : "bad request");
+    json_t *j = json_pack("{s:{s:s,s:s,s:s}}", "error", "code", code, "message", msg, "field", "body");
+    char *text = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    if (!text) {
+        h2o_setup_next_ostream(req, slot);
+        return;
+    }
+    json_error_ostream *o = (json_error_ostream *)h2o_add_ostream(req, sizeof *o, slot);
+    o->body = h2o_strdup(&req->pool, text, SIZE_MAX);
+    o->sent = false;
+    o->super.do_send = json_error_do_send;
+    free(text);
+    req->res.headers.entries[ct].value = h2o_iovec_init(H2O_STRLIT("application/json"));
+    req->res.content_length = o->body.len;
+    metrics_observe(&srv->metrics, ROUTER_MAX_ROUTES, req->res.status, 0);
+    log_info("access id=- %.*s %.*s %d (rejected before routing)", (int)req->method.len, req->method.base,
+             (int)(req->path.len > 512 ? 512 : req->path.len), req->path.base, req->res.status);
+    h2o_setup_next_ostream(req, &o->super.next);
+}
+
+static void add_json_error_filter(http_server *srv, h2o_pathconf_t *pathconf)
+{
+    h2o_filter_t *f = h2o_create_filter(pathconf, sizeof(h2o_filter_t) + sizeof(http_server *));
+    *(http_server **)(f + 1) = srv;
+    f->on_setup_ostream = json_error_setup;
+}
+
+/* ---- listeners and loops ------------------------------------------------ */
+
+static int parse_listen(http_server *s, const char *listen)
+{
+    char host[256];
+    const char *colon = strrchr(listen, ':');
+    if (!colon || colon == listen || (size_t)(colon - listen) >= sizeof host) {
+        log_error("listen: '%s' is not HOST:PORT", listen);
+        return -1;
+    }
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = '\0';
+    char *h = host;
+    if (h[0] == '[' && h[strlen(h) - 1] == ']') {
+        h[strlen(h) - 1] = '\0';
+        h++;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV}, *res;
+    int rc = getaddrinfo(h, colon + 1, &hints, &res);
+    if (rc != 0) {
+        log_error("listen: cannot resolve '%s': %s", listen, gai_strerror(rc));
+        return -1;
+    }
+    memcpy(&s->addr, res->ai_addr, res->ai_addrlen);
+    s->addrlen = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+}
+
+static int open_listener(http_server *s)
+{
+    int fd = socket(s->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), on = 1;
+    if (fd < 0) return -1;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0 ||
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on) != 0 ||
+        bind(fd, (struct sockaddr *)&s->addr, s->addrlen) != 0 || listen(fd, 4096) != 0) {
+        int err = errno;
+        close(fd);
+        errno = err;
+        return -1;
+    }
+    /* With port 0 the first bind picks the port; the other loops share it. */
+    struct sockaddr_storage bound;
+    socklen_t len = sizeof bound;
+    getsockname(fd, (struct sockaddr *)&bound, &len);
+    in_port_t port = bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                 : ((struct sockaddr_in *)&bound)->sin_port;
+    if (s->addr.ss_family == AF_INET6) ((struct sockaddr_in6 *)&s->addr)->sin6_port = port;
+    else ((struct sockaddr_in *)&s->addr)->sin_port = port;
+    s->port = ntohs(port);
+    return fd;
+}
+
+static void on_accept(h2o_socket_t *listener, const char *err)
+{
+    loop_thread *t = listener->data;
+    if (err) return;
+    for (int i = 0; i < 64; i++) {
+        h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
+        if (!sock) break;
+        h2o_accept(&t->accept_ctx, sock);
+    }
+}
+
+static void close_listener(loop_thread *t)
+{
+    if (!t->listener) return;
+    h2o_socket_read_stop(t->listener);
+    h2o_socket_close(t->listener);
+    t->listener = NULL;
+}
+
+static void on_stop(h2o_multithread_receiver_t *rx, h2o_linklist_t *messages)
+{
+    loop_thread *t = (loop_thread *)((char *)rx - offsetof(loop_thread, stop_rx));
+    while (!h2o_linklist_is_empty(messages)) h2o_linklist_unlink(messages->next);
+    t->stopping = true;
+    close_listener(t);
+    /* From now on responses carry "Connection: close". */
+    h2o_context_request_shutdown(&t->ctx);
+}
+
+static void *loop_main(void *p)
+{
+    loop_thread *t = p;
+    http_server *s = t->srv;
+    t->state = s->opts.thread_init ? s->opts.thread_init(s->opts.app, t->index) : NULL;
+    while (!t->stopping || t->pending > 0) h2o_evloop_run(t->loop, 100);
+    /* Give responses already handed to the sockets a moment to drain. */
+    int64_t until = base_mono_ns() + 200 * 1000000LL;
+    while (base_mono_ns() < until) h2o_evloop_run(t->loop, 20);
+    if (s->opts.thread_fini) s->opts.thread_fini(t->state);
+    return NULL;
+}
+
+static int loop_init(http_server *s, loop_thread *t, int index, int fd)
+{
+    t->srv = s;
+    t->index = index;
+    t->listen_fd = fd;
+    t->loop = h2o_evloop_create();
+    h2o_context_init(&t->ctx, t->loop, &s->config);
+    t->accept_ctx.ctx = &t->ctx;
+    t->accept_ctx.hosts = s->config.hosts;
+    h2o_multithread_register_receiver(t->ctx.queue, &t->done_rx, on_deferred_done);
+    h2o_multithread_register_receiver(t->ctx.queue, &t->stop_rx, on_stop);
+    t->listener = h2o_evloop_socket_create(t->loop, fd, H2O_SOCKET_FLAG_DONT_READ);
+    t->listener->data = t;
+    h2o_socket_read_start(t->listener, on_accept);
+    return 0;
+}
+
+http_server *http_server_new(const http_server_opts *opts)
+{
+    http_server *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->opts = *opts;
+    s->access_fd = -1;
+    h2o_config_init(&s->config);
+    s->config.max_request_entity_size = opts->max_body;
+    h2o_hostconf_t *host = h2o_config_register_host(&s->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+    h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
+    chime_handler *h = (chime_handler *)h2o_create_handler(path, sizeof *h);
+    h->srv = s;
+    h->super.on_req = on_req;
+    add_json_error_filter(s, path);
+    add_json_error_filter(s, &host->fallback_path);
+    unsigned char rnd[3];
+    base_random(rnd, sizeof rnd);
+    snprintf(s->id_prefix, sizeof s->id_prefix, "%02x%02x%02x-", rnd[0], rnd[1], rnd[2]);
+    return s;
+}
+
+int http_route(http_server *s, unsigned methods, const char *pattern, http_handler_fn fn, unsigned flags)
+{
+    return router_add(&s->routes, methods, pattern, fn, flags);
+}
+
+int http_gauge(http_server *s, const char *name, const char *help, http_gauge_fn fn)
+{
+    http_metrics *m = &s->metrics;
+    if (m->ngauges == METRICS_MAX_GAUGES) return -1;
+    metrics_gauge *g = &m->gauges[m->ngauges++];
+    snprintf(g->name, sizeof g->name, "%s", name);
+    snprintf(g->help, sizeof g->help, "%s", help);
+    g->fn = fn;
+    return 0;
+}
+
+static http_server *metrics_server_of(http_req *r)
+{
+    return thread_of(r->impl)->srv;
+}
+
+static void handle_metrics(http_req *r)
+{
+    http_server *s = metrics_server_of(r);
+    size_t len;
+    char *text = metrics_render(&s->metrics, &s->routes, r->thread, &len);
+    if (!text) {
+        http_send_error(r, 500, "internal", NULL, "could not render metrics");
+        return;
+    }
+    http_send_body(r, 200, "text/plain; version=0.0.4", text, len);
+    free(text);
+}
+
+static int open_access_log(http_server *s)
+{
+    const char *a = s->opts.access_log ? s->opts.access_log : "-";
+    if (strcmp(a, "off") == 0) return 0;
+    if (strcmp(a, "-") == 0) {
+        s->access_fd = STDERR_FILENO;
+        return 0;
+    }
+    s->access_fd = open(a, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (s->access_fd < 0) {
+        log_error("access log %s: %s", a, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int http_server_start(http_server *s)
+{
+    if (http_route(s, HTTP_GET, "/metrics", handle_metrics, 0) != 0) return -1;
+    if (parse_listen(s, s->opts.listen) != 0 || open_access_log(s) != 0) return -1;
+    s->nthreads = s->opts.threads > 0 ? s->opts.threads : 1;
+    s->threads = calloc((size_t)s->nthreads, sizeof *s->threads);
+    s->pool = workers_new(s->opts.workers > 0 ? s->opts.workers : 1);
+    if (!s->threads || !s->pool) return -1;
+    for (int i = 0; i < s->nthreads; i++) {
+        int fd = open_listener(s);
+        if (fd < 0) {
+            log_error("listen on %s: %s", s->opts.listen, strerror(errno));
+            return -1;
+        }
+        loop_init(s, &s->threads[i], i, fd);
+    }
+    for (int i = 0; i < s->nthreads; i++) {
+        if (pthread_create(&s->threads[i].tid, NULL, loop_main, &s->threads[i]) != 0) return -1;
+        s->threads[i].started = true;
+    }
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (s->addr.ss_family == AF_INET6)
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&s->addr)->sin6_addr, host, sizeof host);
+    else
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&s->addr)->sin_addr, host, sizeof host);
+    log_info(s->addr.ss_family == AF_INET6 ? "listening on http://[%s]:%d" : "listening on http://%s:%d", host,
+             s->port);
+    return 0;
+}
+
+int http_server_port(const http_server *s)
+{
+    return s->port;
+}
+
+void http_server_stop(http_server *s)
+{
+    if (!s->threads) return;
+    for (int i = 0; i < s->nthreads; i++)
+        if (s->threads[i].started) h2o_multithread_send_message(&s->threads[i].stop_rx, &s->threads[i].stop_msg);
+    for (int i = 0; i < s->nthreads; i++)
+        if (s->threads[i].started) {
+            pthread_join(s->threads[i].tid, NULL);
+            s->threads[i].started = false;
+        }
+    if (s->pool) workers_free(s->pool); /* runs what is queued, then joins */
+    s->pool = NULL;
+}
+
+void http_server_free(http_server *s)
+{
+    if (!s) return;
+    http_server_stop(s);
+    /* The loops' h2o contexts are deliberately not disposed: h2o 2.2 keeps
+     * idle keep-alive connections and their timers alive in the context and
+     * asserts when it is disposed with any left, and it offers no call to
+     * close them. The process exits right after this; the kernel closes the
+     * sockets. The database connections were closed by thread_fini. */
+    free(s->threads);
+    if (s->access_fd > STDERR_FILENO) close(s->access_fd);
+    free(s);
+}

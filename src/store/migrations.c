@@ -1,0 +1,234 @@
+/* migrations.c -- the schema, as an ordered list of steps.
+ *
+ * To change the schema, append a step with the next version number; never
+ * edit or renumber one that has shipped. sql_pg NULL means the SQLite text
+ * is also valid PostgreSQL (stick to BIGINT ids and ms times, INTEGER 0/1
+ * booleans, TEXT). A step may hold several statements separated by ';'.
+ *
+ * Each step runs in its own transaction together with the row recording it
+ * in schema_migrations, so a crash leaves the schema at a step boundary. On
+ * PostgreSQL every step first takes a transaction-scoped advisory lock:
+ * processes starting at once queue on it, and each re-checks under the lock
+ * whether the step is still to do. On SQLite BEGIN IMMEDIATE does the same.
+ */
+#include "store/store_int.h"
+
+#include <string.h>
+
+typedef struct migration {
+    int version;
+    const char *name;
+    const char *sql_sqlite;
+    const char *sql_pg;
+} migration;
+
+static const migration migrations[] = {
+    {1, "users",
+     "CREATE TABLE users ("
+     " id BIGINT PRIMARY KEY,"
+     " email TEXT NOT NULL,"
+     " email_lower TEXT NOT NULL UNIQUE,"
+     " name TEXT NOT NULL,"
+     " password_hash TEXT NOT NULL,"
+     " is_admin INTEGER NOT NULL DEFAULT 0,"
+     " created_ms BIGINT NOT NULL);"
+     "CREATE TABLE sessions ("
+     " token_hash TEXT PRIMARY KEY,"
+     " user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+     " created_ms BIGINT NOT NULL,"
+     " expires_ms BIGINT NOT NULL);"
+     "CREATE INDEX sessions_user ON sessions(user_id);"
+     "CREATE TABLE auth_failures ("
+     " key TEXT PRIMARY KEY,"
+     " failures INTEGER NOT NULL,"
+     " window_start_ms BIGINT NOT NULL,"
+     " locked_until_ms BIGINT NOT NULL DEFAULT 0)",
+     NULL},
+    /* Calendars, events (a series is one row; its instances are computed),
+     * per-instance overrides keyed by the original start, and attendees.
+     * Times: *_ms are UTC instants; *_local are wall times in basic format
+     * (YYYYMMDD for all-day, YYYYMMDDTHHMMSS otherwise) in the event's
+     * time_zone, or the calendar's zone when time_zone is NULL (floating). */
+    {2, "calendar",
+     "CREATE TABLE calendars ("
+     " id BIGINT PRIMARY KEY,"
+     " owner_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+     " summary TEXT NOT NULL,"
+     " time_zone TEXT NOT NULL,"
+     " is_primary INTEGER NOT NULL DEFAULT 0,"
+     " feed_token_hash TEXT,"
+     " created_ms BIGINT NOT NULL);"
+     "CREATE INDEX calendars_owner ON calendars(owner_id);"
+     "CREATE UNIQUE INDEX calendars_primary ON calendars(owner_id) WHERE is_primary = 1;"
+     "CREATE UNIQUE INDEX calendars_feed ON calendars(feed_token_hash);"
+     "CREATE TABLE events ("
+     " id BIGINT PRIMARY KEY,"
+     " calendar_id BIGINT NOT NULL REFERENCES calendars(id) ON DELETE CASCADE,"
+     " created_by BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+     " ical_uid TEXT NOT NULL,"
+     " summary TEXT NOT NULL DEFAULT '',"
+     " description TEXT NOT NULL DEFAULT '',"
+     " location TEXT NOT NULL DEFAULT '',"
+     " status TEXT NOT NULL DEFAULT 'confirmed',"
+     " all_day INTEGER NOT NULL DEFAULT 0,"
+     " time_zone TEXT,"
+     " start_local TEXT NOT NULL,"
+     " end_local TEXT NOT NULL,"
+     " start_ms BIGINT NOT NULL,"
+     " duration_s BIGINT NOT NULL,"
+     " rrule TEXT,"
+     " rdates TEXT NOT NULL DEFAULT '',"
+     " exdates TEXT NOT NULL DEFAULT '',"
+     " series_end_ms BIGINT,"
+     " reminders TEXT NOT NULL DEFAULT '',"
+     " etag TEXT NOT NULL,"
+     " created_ms BIGINT NOT NULL,"
+     " updated_ms BIGINT NOT NULL);"
+     "CREATE INDEX events_calendar ON events(calendar_id, start_ms);"
+     "CREATE UNIQUE INDEX events_uid ON events(calendar_id, ical_uid);"
+     "CREATE TABLE event_overrides ("
+     " event_id BIGINT NOT NULL REFERENCES events(id) ON DELETE CASCADE,"
+     " original_ms BIGINT NOT NULL,"
+     " cancelled INTEGER NOT NULL DEFAULT 0,"
+     " summary TEXT,"
+     " description TEXT,"
+     " location TEXT,"
+     " status TEXT,"
+     " start_local TEXT,"
+     " end_local TEXT,"
+     " start_ms BIGINT NOT NULL,"
+     " end_ms BIGINT NOT NULL,"
+     " updated_ms BIGINT NOT NULL,"
+     " PRIMARY KEY (event_id, original_ms));"
+     "CREATE INDEX event_overrides_time ON event_overrides(start_ms);"
+     "CREATE TABLE attendees ("
+     " event_id BIGINT NOT NULL REFERENCES events(id) ON DELETE CASCADE,"
+     " user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+     " response_status TEXT NOT NULL DEFAULT 'needs_action',"
+     " reminders TEXT,"
+     " PRIMARY KEY (event_id, user_id));"
+     "CREATE INDEX attendees_user ON attendees(user_id)",
+     NULL},
+};
+
+#define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))
+
+/* "chime" in ASCII: the advisory lock key every chime migrator agrees on. */
+#define MIGRATE_LOCK_SQL "SELECT pg_advisory_xact_lock(426953502053)"
+
+static const char *table_exists_sql(store *s)
+{
+    return store_backend_of(s) == STORE_PG
+               ? "SELECT count(*) FROM pg_catalog.pg_tables"
+                 " WHERE schemaname = current_schema() AND tablename = 'schema_migrations'"
+               : "SELECT count(*) FROM sqlite_master"
+                 " WHERE type = 'table' AND name = 'schema_migrations'";
+}
+
+int store_schema_version(store *s)
+{
+    int64_t n = 0;
+    int rc = store_query_int64(s, table_exists_sql(s), &n);
+    if (rc < 0)
+        return rc;
+    if (n == 0)
+        return 0;
+    rc = store_query_int64(s, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations", &n);
+    return rc < 0 ? rc : (int)n;
+}
+
+/* Prefixes the current error with the step, for a message that says where. */
+static int step_fail(store *s, const migration *m, int rc)
+{
+    char keep[STORE_ERRLEN];
+    memcpy(keep, s->err, sizeof keep);
+    return store_fail(s, rc, "migration %d (%s): %s", m->version, m->name, keep);
+}
+
+/* Inside the transaction: applies m unless another process already did. */
+static int apply_locked(store *s, const migration *m)
+{
+    int rc;
+    bool pg = store_backend_of(s) == STORE_PG;
+    /* Startup may queue behind another node's long migration: wait longer
+     * than the session's usual lock_timeout. */
+    if (pg && ((rc = store_exec(s, "SET LOCAL lock_timeout = '120s'")) < 0 ||
+               (rc = store_exec(s, MIGRATE_LOCK_SQL)) < 0))
+        return rc;
+    rc = store_exec(s, "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                       " version BIGINT PRIMARY KEY,"
+                       " name TEXT NOT NULL,"
+                       " applied_ms BIGINT NOT NULL)");
+    if (rc < 0)
+        return rc;
+    store_stmt *st = store_prepare(s, "SELECT count(*) FROM schema_migrations WHERE version = $1");
+    if (!st)
+        return STORE_ERROR;
+    store_bind_int64(st, 1, m->version);
+    rc = store_step(st);
+    int64_t done = rc == STORE_ROW ? store_col_int64(st, 0) : 0;
+    store_reset(st);
+    if (rc < 0 || done)
+        return rc < 0 ? rc : STORE_OK;
+    rc = store_exec(s, pg && m->sql_pg ? m->sql_pg : m->sql_sqlite);
+    if (rc < 0)
+        return rc;
+    int64_t now = 0;
+    if ((rc = store_now_ms(s, &now)) < 0)
+        return rc;
+    st = store_prepare(s, "INSERT INTO schema_migrations (version, name, applied_ms)"
+                          " VALUES ($1, $2, $3)");
+    if (!st)
+        return STORE_ERROR;
+    store_bind_int64(st, 1, m->version);
+    store_bind_str(st, 2, m->name);
+    store_bind_int64(st, 3, now);
+    rc = store_step(st);
+    store_reset(st);
+    return rc < 0 ? rc : STORE_OK;
+}
+
+static int apply_one(store *s, const migration *m)
+{
+    int rc = store_begin(s);
+    if (rc < 0)
+        return step_fail(s, m, rc);
+    rc = apply_locked(s, m);
+    if (rc < 0) {
+        step_fail(s, m, rc);
+        char keep[STORE_ERRLEN];
+        memcpy(keep, s->err, sizeof keep);
+        store_rollback(s);
+        memcpy(s->err, keep, sizeof keep);
+        return rc;
+    }
+    rc = store_commit(s);
+    return rc < 0 ? step_fail(s, m, rc) : STORE_OK;
+}
+
+int store_schema_latest(void)
+{
+    return migrations[NMIGRATIONS - 1].version;
+}
+
+int store_migrate(store *s)
+{
+    int latest = migrations[NMIGRATIONS - 1].version;
+    int have = store_schema_version(s);
+    if (have < 0)
+        return have;
+    /* A newer program has migrated this database; running old code on a
+     * schema it does not know could corrupt data, so refuse. */
+    if (have > latest)
+        return store_fail(s, STORE_ERROR,
+                          "database schema version %d is newer than this program's %d",
+                          have, latest);
+    for (int i = 0; i < NMIGRATIONS; i++) {
+        if (migrations[i].version <= have)
+            continue;
+        int rc = apply_one(s, &migrations[i]);
+        if (rc < 0)
+            return rc;
+    }
+    return STORE_OK;
+}

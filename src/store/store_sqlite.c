@@ -1,0 +1,354 @@
+/* store_sqlite.c -- the embedded backend: one sqlite3 connection per store,
+ * WAL journal, 5 s busy timeout, foreign keys on.
+ *
+ * Transactions follow PostgreSQL's rule: once a statement fails inside a
+ * transaction, the transaction is aborted -- further statements fail and
+ * COMMIT rolls back. SQLite alone would carry on and commit the rest, so code
+ * that only ever ran on SQLite could pass its tests and then break on
+ * PostgreSQL; this way both backends behave alike.
+ */
+#include "store/store_int.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct sqlite_store {
+    store base;
+    sqlite3 *db;
+    bool tx_failed;            /* a statement failed in the open transaction */
+} sqlite_store;
+
+typedef struct sqlite_stmt {
+    store_stmt base;
+    sqlite3_stmt *vm;
+    bool readonly;
+    int64_t total_before;      /* sqlite3_total_changes64 when execution began */
+} sqlite_stmt;
+
+#define DB(s) (((sqlite_store *)(s))->db)
+#define VM(st) (((sqlite_stmt *)(st))->vm)
+
+static int map_rc(int rc)
+{
+    switch (rc & 0xff) {
+    case SQLITE_CONSTRAINT: return STORE_CONSTRAINT;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED: return STORE_BUSY;
+    default: return STORE_ERROR;
+    }
+}
+
+static void mark_failed(store *s)
+{
+    if (!sqlite3_get_autocommit(DB(s)))
+        ((sqlite_store *)s)->tx_failed = true;
+}
+
+static int sq_fail(store *s, int rc)
+{
+    mark_failed(s);
+    return store_fail(s, map_rc(rc), "%s", sqlite3_errmsg(DB(s)));
+}
+
+static int check_not_aborted(store *s)
+{
+    sqlite_store *ss = (sqlite_store *)s;
+    if (sqlite3_get_autocommit(ss->db))
+        ss->tx_failed = false;                 /* SQLite may end one by itself */
+    if (ss->tx_failed)
+        return store_fail(s, STORE_ERROR, "transaction aborted by an earlier error; "
+                                          "commands ignored until store_rollback");
+    return STORE_OK;
+}
+
+static int raw_exec(store *s, const char *sql)
+{
+    char *msg = NULL;
+    int rc = sqlite3_exec(DB(s), sql, NULL, NULL, &msg);
+    if (rc != SQLITE_OK) {
+        mark_failed(s);
+        store_fail(s, map_rc(rc), "%s", msg ? msg : sqlite3_errstr(rc));
+        sqlite3_free(msg);
+        return map_rc(rc);
+    }
+    return STORE_OK;
+}
+
+static int sq_exec(store *s, const char *sql)
+{
+    int rc = check_not_aborted(s);
+    return rc < 0 ? rc : raw_exec(s, sql);
+}
+
+static int sq_begin(store *s)
+{
+    if (!sqlite3_get_autocommit(DB(s)))
+        return store_fail(s, STORE_ERROR, "store_begin: already in a transaction");
+    ((sqlite_store *)s)->tx_failed = false;
+    return raw_exec(s, "BEGIN IMMEDIATE");
+}
+
+/* A failed COMMIT leaves SQLite's transaction open (PostgreSQL ends it);
+ * roll back so that on both backends a failed commit means nothing happened. */
+static int sq_commit(store *s)
+{
+    sqlite_store *ss = (sqlite_store *)s;
+    if (sqlite3_get_autocommit(ss->db))
+        return store_fail(s, STORE_ERROR, "store_commit: no transaction");
+    int rc = ss->tx_failed ? store_fail(s, STORE_ERROR, "transaction aborted by an earlier "
+                                                        "error; rolled back")
+                           : raw_exec(s, "COMMIT");
+    if (rc < 0 && !sqlite3_get_autocommit(ss->db)) {
+        char keep[STORE_ERRLEN];
+        memcpy(keep, s->err, sizeof keep);
+        sqlite3_exec(ss->db, "ROLLBACK", NULL, NULL, NULL);
+        memcpy(s->err, keep, sizeof keep);
+    }
+    ss->tx_failed = false;
+    return rc;
+}
+
+/* SQLite rolls back by itself on some errors; rolling back nothing is fine. */
+static int sq_rollback(store *s)
+{
+    ((sqlite_store *)s)->tx_failed = false;
+    if (sqlite3_get_autocommit(DB(s)))
+        return STORE_OK;
+    return raw_exec(s, "ROLLBACK");
+}
+
+static void sq_close(store *s)
+{
+    sqlite3_close_v2(DB(s));
+    free(s);
+}
+
+/* Is the rest after the first statement free of statements (comments,
+ * blanks and semicolons only)? */
+static bool only_trailer(sqlite3 *db, const char *tail)
+{
+    while (*tail) {
+        sqlite3_stmt *vm = NULL;
+        const char *next = NULL;
+        if (sqlite3_prepare_v2(db, tail, -1, &vm, &next) != SQLITE_OK || vm) {
+            sqlite3_finalize(vm);
+            return false;
+        }
+        if (next == tail)
+            break;
+        tail = next;
+    }
+    return true;
+}
+
+static store_stmt *sq_stmt_new(store *s, const char *sql, int nparams)
+{
+    (void)nparams;
+    size_t n = strlen(sql) + 1;
+    char *text = malloc(n);
+    sqlite_stmt *st = calloc(1, sizeof *st);
+    int max;
+    if (!text || !st) {
+        free(text);
+        free(st);
+        store_fail(s, STORE_ERROR, "out of memory");
+        return NULL;
+    }
+    store_sql_params(sql, text, &max, s->err, sizeof s->err);   /* counted already: ok */
+    const char *tail = NULL;
+    int rc = sqlite3_prepare_v3(DB(s), text, (int)n, SQLITE_PREPARE_PERSISTENT, &st->vm, &tail);
+    if (rc != SQLITE_OK || !st->vm || (tail && !only_trailer(DB(s), tail))) {
+        if (rc != SQLITE_OK)
+            sq_fail(s, rc);
+        else
+            store_fail(s, STORE_ERROR, st->vm ? "store_prepare: more than one statement"
+                                               : "store_prepare: empty statement");
+        sqlite3_finalize(st->vm);
+        free(text);
+        free(st);
+        return NULL;
+    }
+    free(text);
+    st->readonly = sqlite3_stmt_readonly(st->vm) != 0;
+    return &st->base;
+}
+
+static void sq_stmt_free(store_stmt *st)
+{
+    sqlite3_finalize(VM(st));
+    store_stmt_base_free(st);
+    free(st);
+}
+
+/* Text is bound SQLITE_STATIC from the statement's own buffer, which does not
+ * move until the next reset -- so binding never makes SQLite copy. */
+static int bind_all(store_stmt *st)
+{
+    sqlite3_stmt *vm = VM(st);
+    for (int i = 0; i < st->nparams; i++) {
+        const store_param *p = &st->params[i];
+        int rc;
+        switch (p->kind) {
+        case STORE_P_INT: rc = sqlite3_bind_int64(vm, i + 1, p->i); break;
+        case STORE_P_TEXT:
+            rc = sqlite3_bind_text64(vm, i + 1, st->text + p->off, p->len, SQLITE_STATIC,
+                                     SQLITE_UTF8);
+            break;
+        default: rc = sqlite3_bind_null(vm, i + 1); break;
+        }
+        if (rc != SQLITE_OK)
+            return sq_fail(st->s, rc);
+    }
+    return STORE_OK;
+}
+
+/* sqlite3_changes64 is per connection and only moved by INSERT, UPDATE and
+ * DELETE: after DDL or a query it still holds an older statement's count.
+ * If nothing changed while this statement ran, its count is 0. */
+static int64_t statement_changes(sqlite_stmt *ss)
+{
+    sqlite3 *db = DB(ss->base.s);
+    if (ss->readonly || sqlite3_total_changes64(db) == ss->total_before)
+        return 0;
+    return sqlite3_changes64(db);
+}
+
+static int sq_step(store_stmt *st)
+{
+    sqlite_stmt *ss = (sqlite_stmt *)st;
+    if (st->state == STORE_ST_READY) {
+        int rc = check_not_aborted(st->s);
+        if (rc == STORE_OK)
+            rc = bind_all(st);
+        if (rc < 0)
+            return rc;
+        ss->total_before = sqlite3_total_changes64(DB(st->s));
+    }
+    int rc = sqlite3_step(ss->vm);
+    if (rc == SQLITE_ROW)
+        return STORE_ROW;
+    if (rc == SQLITE_DONE) {
+        st->changes = statement_changes(ss);
+        return STORE_DONE;
+    }
+    return sq_fail(st->s, rc);
+}
+
+static void sq_reset(store_stmt *st)
+{
+    sqlite_stmt *ss = (sqlite_stmt *)st;
+    sqlite3_reset(ss->vm);
+    /* INSERT ... RETURNING read for one row and reset: the change count is
+     * only final once the statement has run to completion or been reset. */
+    if (st->state == STORE_ST_ROW)
+        st->changes = statement_changes(ss);
+}
+
+static bool col_in(store_stmt *st, int col) { return col < sqlite3_column_count(VM(st)); }
+
+static bool sq_col_is_null(store_stmt *st, int col)
+{
+    return !col_in(st, col) || sqlite3_column_type(VM(st), col) == SQLITE_NULL;
+}
+
+static int64_t sq_col_int64(store_stmt *st, int col)
+{
+    return col_in(st, col) ? sqlite3_column_int64(VM(st), col) : 0;
+}
+
+static const char *sq_col_text(store_stmt *st, int col)
+{
+    return col_in(st, col) ? (const char *)sqlite3_column_text(VM(st), col) : NULL;
+}
+
+static size_t sq_col_len(store_stmt *st, int col)
+{
+    if (!col_in(st, col))
+        return 0;
+    sqlite3_column_text(VM(st), col);          /* convert first, then measure */
+    return (size_t)sqlite3_column_bytes(VM(st), col);
+}
+
+const store_ops store_sqlite_ops = {
+    .backend = STORE_SQLITE,
+    .close = sq_close,
+    .exec = sq_exec,
+    .begin = sq_begin,
+    .commit = sq_commit,
+    .rollback = sq_rollback,
+    .stmt_new = sq_stmt_new,
+    .stmt_free = sq_stmt_free,
+    .step = sq_step,
+    .reset = sq_reset,
+    .col_is_null = sq_col_is_null,
+    .col_int64 = sq_col_int64,
+    .col_text = sq_col_text,
+    .col_len = sq_col_len,
+    .now_sql = "SELECT CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)",
+};
+
+/* PRAGMA journal_mode answers with the mode actually in force. */
+static int enable_wal(store *s)
+{
+    sqlite3_stmt *vm;
+    int rc = sqlite3_prepare_v2(DB(s), "PRAGMA journal_mode=WAL", -1, &vm, NULL);
+    if (rc != SQLITE_OK)
+        return sq_fail(s, rc);
+    rc = sqlite3_step(vm);
+    if (rc != SQLITE_ROW) {
+        sq_fail(s, rc);
+        sqlite3_finalize(vm);
+        return map_rc(rc);
+    }
+    const char *mode = (const char *)sqlite3_column_text(vm, 0);
+    bool ok = mode && (strcmp(mode, "wal") == 0 || strcmp(mode, "memory") == 0);
+    if (!ok)
+        store_fail(s, STORE_ERROR, "cannot use WAL journal (journal_mode is %s)",
+                   mode ? mode : "?");
+    sqlite3_finalize(vm);
+    return ok ? STORE_OK : STORE_ERROR;
+}
+
+store *store_sqlite_open(const char *path, char *err, size_t errlen)
+{
+    if (!*path) {
+        snprintf(err, errlen, "sqlite: empty path");
+        return NULL;
+    }
+    sqlite_store *ss = calloc(1, sizeof *ss);
+    if (!ss) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    store *s = &ss->base;
+    store_base_init(s, &store_sqlite_ops);
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    int rc = sqlite3_open_v2(path, &ss->db, flags, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "sqlite: %s: %s", path,
+                 ss->db ? sqlite3_errmsg(ss->db) : sqlite3_errstr(rc));
+        goto fail;
+    }
+    sqlite3_extended_result_codes(ss->db, 1);
+    sqlite3_busy_timeout(ss->db, 5000);
+    /* synchronous=FULL: with WAL, NORMAL survives a crash of the process
+     * but may lose the last commits to a power cut; an acknowledged
+     * reminder, message or post must survive both. */
+    if (enable_wal(s) < 0 ||
+        raw_exec(s, "PRAGMA foreign_keys=ON; PRAGMA synchronous=FULL") < 0) {
+        snprintf(err, errlen, "sqlite: %s: %s", path, s->err);
+        goto fail;
+    }
+    /* SQLite silently opens a write-protected file read-only. */
+    if (sqlite3_db_readonly(ss->db, "main") == 1) {
+        snprintf(err, errlen, "sqlite: %s: database is read-only", path);
+        goto fail;
+    }
+    return s;
+fail:
+    sqlite3_close_v2(ss->db);
+    free(ss);
+    return NULL;
+}

@@ -1,0 +1,219 @@
+"""Server mechanics over real HTTP: health, metrics, routing errors, body
+limits, keep-alive, request ids, configuration layers, clean shutdown."""
+import http.client
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+from chime import BIN, TMP, Server, ServerTest, fresh_db, main
+
+
+class TestServer(ServerTest):
+    def test_healthz(self):
+        r = self.server.get("/healthz")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json, {"status": "ok"})
+        self.assertEqual(r.header("content-type"), "application/json")
+        self.assertTrue(r.header("x-request-id"))
+
+    def test_request_ids_differ(self):
+        ids = {self.server.get("/healthz").header("x-request-id") for _ in range(5)}
+        self.assertEqual(len(ids), 5)
+
+    def test_unknown_path_is_json_404(self):
+        self.assertError(self.server.get("/nope"), 404, code="not_found")
+        self.assertError(self.server.get("/v1/me/extra/segments/here"), 404)
+
+    def test_wrong_method_is_405_with_allow(self):
+        r = self.server.request("PUT", "/healthz")
+        self.assertError(r, 405, code="method_not_allowed")
+        self.assertIn("GET", r.header("allow"))
+        r = self.server.request("BREW", "/healthz")
+        self.assertEqual(r.status, 405, r)
+
+    def test_head_has_no_body(self):
+        r = self.server.request("HEAD", "/healthz")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.body, "")
+
+    def test_body_over_limit_is_json_413(self):
+        # Announce a 10 MB body, send the first 64 KB, and read the answer:
+        # the server must refuse from the length alone, with our JSON error.
+        sock = socket.create_connection(("127.0.0.1", self.server.port), timeout=10)
+        sock.sendall(b"POST /v1/users HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 10485760\r\n\r\n" + b"a" * 65536)
+        data = b""
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        sock.close()
+        head, _, body = data.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.1 413"), data[:200])
+        self.assertIn(b"application/json", head)
+        err = json.loads(body)["error"]
+        self.assertEqual(err["code"], "body_too_large")
+        self.assertEqual(err["field"], "body")
+        self.assertEqual(self.server.get("/healthz").status, 200)
+
+    def test_keep_alive_serves_many_requests_on_one_connection(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=10)
+        for _ in range(50):
+            conn.request("GET", "/healthz")
+            r = conn.getresponse()
+            self.assertEqual(r.status, 200)
+            r.read()
+        conn.close()
+
+    def test_metrics(self):
+        self.server.get("/healthz")
+        self.server.get("/does-not-exist")
+        r = self.server.get("/metrics")
+        self.assertEqual(r.status, 200)
+        self.assertTrue(r.header("content-type").startswith("text/plain"))
+        body = r.body
+        self.assertRegex(body, r'chime_http_requests_total\{route="/healthz",status="200"\} [1-9]')
+        self.assertRegex(body, r'chime_http_requests_total\{route="unmatched",status="404"\} [1-9]')
+        self.assertRegex(body, r'chime_http_request_duration_seconds_bucket\{route="/healthz",le="\+Inf"\} [1-9]')
+        self.assertRegex(body, r"# TYPE chime_users_registered gauge\nchime_users_registered \d+")
+        before = int(re.search(r"chime_users_registered (\d+)", body).group(1))
+        self.server.signup()
+        after = int(re.search(r"chime_users_registered (\d+)", self.server.get("/metrics").body).group(1))
+        self.assertEqual(after, before + 1)
+
+    def test_access_log_has_request_id(self):
+        r = self.server.get("/healthz?probe=accesslog")
+        rid = r.header("x-request-id")
+        deadline = time.time() + 5
+        while time.time() < deadline and ("id=" + rid) not in self.server.log():
+            time.sleep(0.05)
+        line = [l for l in self.server.log().splitlines() if ("id=" + rid) in l]
+        self.assertEqual(len(line), 1)
+        self.assertIn("GET /healthz?probe=accesslog 200", line[0])
+
+
+class TestConfig(ServerTest):
+    def test_help_lists_every_option(self):
+        out = subprocess.run([BIN, "serve", "--help"], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0)
+        for opt in ("--listen", "--db", "--config", "--max-body", "--threads", "--access-log"):
+            self.assertIn(opt, out.stdout)
+        out = subprocess.run([BIN, "--help"], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0)
+        self.assertIn("serve", out.stdout)
+
+    def test_bad_option_names_it(self):
+        out = subprocess.run([BIN, "serve", "--max-body", "lots"], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("max-body", out.stderr)
+        out = subprocess.run([BIN, "serve", "--no-such-flag", "1"], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("--no-such-flag", out.stderr)
+
+    def body_limit(self, server):
+        """The effective body limit, found by probing around the candidates."""
+        for size in (1500, 3000, 6000):
+            r = server.request("POST", "/v1/users", raw=b" " * size, headers={"Content-Type": "application/json"})
+            if r.status == 413:
+                return size
+        return None
+
+    def test_layers_flag_over_env_over_file(self):
+        conf = os.path.join(tempfile.mkdtemp(dir=TMP), "chime.conf")
+        with open(conf, "w") as f:
+            f.write("# test config\nmax-body = 1k\n")
+        s = Server(args=["--config", conf]).start()
+        try:
+            self.assertEqual(self.body_limit(s), 1500)
+        finally:
+            self.assertEqual(s.stop(), 0)
+        s = Server(args=["--config", conf], env={"CHIME_MAX_BODY": "2k"}).start()
+        try:
+            self.assertEqual(self.body_limit(s), 3000)
+        finally:
+            self.assertEqual(s.stop(), 0)
+        s = Server(args=["--config", conf, "--max-body", "4k"], env={"CHIME_MAX_BODY": "2k"}).start()
+        try:
+            self.assertEqual(self.body_limit(s), 6000)
+        finally:
+            self.assertEqual(s.stop(), 0)
+
+    def test_bad_config_file_line_is_named(self):
+        conf = os.path.join(tempfile.mkdtemp(dir=TMP), "bad.conf")
+        with open(conf, "w") as f:
+            f.write("listen = 127.0.0.1:0\nbogus = 1\n")
+        out = subprocess.run([BIN, "serve", "--config", conf], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("bad.conf:2", out.stderr)
+        self.assertIn("bogus", out.stderr)
+
+    def test_migrate_verb(self):
+        db = fresh_db()
+        out = subprocess.run([BIN, "migrate", "--db", db], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertRegex(out.stdout, r"schema version [1-9]")
+        again = subprocess.run([BIN, "migrate", "--db", db], capture_output=True, text=True)
+        self.assertEqual(again.stdout, out.stdout)
+
+    def test_unreachable_database_fails_fast(self):
+        db = "postgresql://nobody@/nodb?host=/nonexistent-dir" if os.environ.get("CHIME_TEST_BACKEND") == "pg" \
+            else "sqlite:/nonexistent-dir/x/y.db"
+        out = subprocess.run([BIN, "serve", "--listen", "127.0.0.1:0", "--db", db],
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.returncode, 1)
+        self.assertIn("cannot open database", out.stderr)
+
+    def test_port_in_use_fails(self):
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(1)
+        port = sock.getsockname()[1]
+        try:
+            out = subprocess.run([BIN, "serve", "--listen", "127.0.0.1:%d" % port, "--db", fresh_db()],
+                                 capture_output=True, text=True, timeout=30)
+            self.assertEqual(out.returncode, 1)
+            self.assertIn("listen", out.stderr)
+        finally:
+            sock.close()
+
+
+class TestShutdown(ServerTest):
+    def test_sigterm_finishes_in_flight_request(self):
+        # A deliberately slow password hash keeps a sign-up in flight.
+        s = Server(args=["--password-ops", "4", "--password-mem", "131072"]).start()
+        result = {}
+
+        def signup():
+            result["r"] = s.post("/v1/users", {"email": "slow@example.com", "name": "Slow",
+                                               "password": "long enough pw"})
+
+        t = threading.Thread(target=signup)
+        t.start()
+        time.sleep(0.05)
+        s.proc.send_signal(signal.SIGTERM)
+        t.join(30)
+        self.assertEqual(s.stop(), 0)
+        self.assertEqual(result["r"].status, 201, result["r"])
+        self.assertIn("stopped cleanly", s.log())
+        # The account exists: the request finished before the database closed.
+        s2 = Server(db=s.db).start()
+        try:
+            self.assertTrue(s2.signin("slow@example.com", "long enough pw"))
+        finally:
+            self.assertEqual(s2.stop(), 0)
+
+    def test_sigint_stops_too(self):
+        s = Server().start()
+        self.assertEqual(s.get("/healthz").status, 200)
+        self.assertEqual(s.stop(signal.SIGINT), 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,333 @@
+/* test-store-tx.c -- transactions, error mapping under contention, several
+ * connections at once, and PostgreSQL reconnecting after a lost connection. */
+#include "testutil.h"
+#include "testdb.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "store/store.h"
+
+#define EXEC_OK(s, sql) assert_int_equal(store_exec((s), (sql)), STORE_OK)
+
+static int64_t query_int(store *s, const char *sql)
+{
+    int64_t v = -12345;
+    int rc = store_query_int64(s, sql, &v);
+    if (rc != STORE_ROW)
+        fail_msg("%s: rc %d: %s", sql, rc, store_errmsg(s));
+    return v;
+}
+
+static void test_commit_rollback(void **state)
+{
+    store *s = ((testdb *)*state)->s;
+    EXEC_OK(s, "CREATE TABLE t (i BIGINT PRIMARY KEY)");
+    assert_int_equal(store_begin(s), STORE_OK);
+    EXEC_OK(s, "INSERT INTO t VALUES (1)");
+    assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 1);  /* own writes visible */
+    assert_int_equal(store_rollback(s), STORE_OK);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 0);
+
+    assert_int_equal(store_begin(s), STORE_OK);
+    assert_int_equal(store_begin(s), STORE_ERROR);                /* no nesting */
+    store_stmt *st = store_prepare(s, "INSERT INTO t VALUES ($1)");
+    assert_non_null(st);
+    for (int i = 1; i <= 3; i++) {
+        store_bind_int64(st, 1, i);
+        assert_int_equal(store_step(st), STORE_DONE);
+        store_reset(st);
+    }
+    assert_int_equal(store_commit(s), STORE_OK);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 3);
+
+    assert_int_equal(store_commit(s), STORE_ERROR);               /* nothing to commit */
+    assert_int_equal(store_rollback(s), STORE_OK);                /* harmless */
+
+    /* a transaction begun by hand is still one to commit or roll back */
+    EXEC_OK(s, "BEGIN");
+    EXEC_OK(s, "DELETE FROM t");
+    assert_int_equal(store_rollback(s), STORE_OK);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 3);
+    EXEC_OK(s, "BEGIN");
+    EXEC_OK(s, "DELETE FROM t WHERE i = 1");
+    assert_int_equal(store_commit(s), STORE_OK);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 2);
+}
+
+/* After a failed statement the transaction is aborted on both backends:
+ * later statements fail, and COMMIT reports an error having rolled back. */
+static void test_failed_statement_aborts(void **state)
+{
+    store *s = ((testdb *)*state)->s;
+    EXEC_OK(s, "CREATE TABLE t (i BIGINT PRIMARY KEY)");
+    EXEC_OK(s, "INSERT INTO t VALUES (1)");
+    assert_int_equal(store_begin(s), STORE_OK);
+    EXEC_OK(s, "INSERT INTO t VALUES (2)");
+    assert_int_equal(store_exec(s, "INSERT INTO t VALUES (1)"), STORE_CONSTRAINT);
+    assert_true(store_exec(s, "INSERT INTO t VALUES (3)") < 0);
+    assert_int_equal(store_commit(s), STORE_ERROR);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 1);
+
+    /* and a rollback clears it */
+    assert_int_equal(store_begin(s), STORE_OK);
+    assert_int_equal(store_exec(s, "INSERT INTO t VALUES (1)"), STORE_CONSTRAINT);
+    assert_int_equal(store_rollback(s), STORE_OK);
+    assert_int_equal(store_begin(s), STORE_OK);
+    EXEC_OK(s, "INSERT INTO t VALUES (4)");
+    assert_int_equal(store_commit(s), STORE_OK);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 2);
+}
+
+/* A writer that cannot get the lock in time gets STORE_BUSY, not an error. */
+static void test_busy_mapped(void **state)
+{
+    testdb *db = *state;
+    store *a = db->s, *b = testdb_open(db);
+    assert_non_null(b);
+    EXEC_OK(a, "CREATE TABLE t (i BIGINT PRIMARY KEY, v BIGINT)");
+    EXEC_OK(a, "INSERT INTO t VALUES (1, 0)");
+    if (db->backend == STORE_SQLITE)
+        EXEC_OK(b, "PRAGMA busy_timeout = 0");
+    else
+        EXEC_OK(b, "SET lock_timeout = 50");
+    assert_int_equal(store_begin(a), STORE_OK);
+    EXEC_OK(a, "UPDATE t SET v = 1 WHERE i = 1");
+    int rc = store_begin(b);
+    if (rc == STORE_OK)                     /* PostgreSQL locks the row, not the db */
+        rc = store_exec(b, "UPDATE t SET v = 2 WHERE i = 1");
+    assert_int_equal(rc, STORE_BUSY);
+    assert_int_equal(store_rollback(b), STORE_OK);
+    assert_int_equal(store_commit(a), STORE_OK);
+    assert_int_equal(query_int(b, "SELECT v FROM t"), 1);
+    store_close(b);
+}
+
+/* PostgreSQL serialization failure (SQLSTATE 40001) is STORE_BUSY too. */
+static void test_pg_serialization_busy(void **state)
+{
+    testdb *db = *state;
+    store *a = db->s, *b = testdb_open(db);
+    assert_non_null(b);
+    EXEC_OK(a, "CREATE TABLE t (i BIGINT PRIMARY KEY, v BIGINT)");
+    EXEC_OK(a, "INSERT INTO t VALUES (1, 0)");
+    assert_int_equal(store_begin(a), STORE_OK);
+    EXEC_OK(a, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+    assert_int_equal(query_int(a, "SELECT v FROM t"), 0);
+    EXEC_OK(b, "UPDATE t SET v = 5 WHERE i = 1");
+    assert_int_equal(store_exec(a, "UPDATE t SET v = v + 1 WHERE i = 1"), STORE_BUSY);
+    assert_int_equal(store_rollback(a), STORE_OK);
+    store_close(b);
+}
+
+/* ---------------------------------------------------------- threads */
+
+enum { INCREMENTS = 150 };
+
+typedef struct worker {
+    const testdb *db;
+    pthread_barrier_t *go;
+    int rc;
+    int retries;
+    char err[256];
+} worker;
+
+static void *increment_worker(void *arg)
+{
+    worker *w = arg;
+    store *s = store_open(w->db->url, w->err, sizeof w->err);
+    pthread_barrier_wait(w->go);
+    if (!s) { w->rc = -100; return NULL; }
+    for (int i = 0; i < INCREMENTS && w->rc == 0; i++) {
+        int rc;
+        while ((rc = store_begin(s)) == STORE_BUSY) w->retries++;
+        int64_t v = 0;
+        if (rc == STORE_OK) rc = store_query_int64(s, "SELECT v FROM counter", &v);
+        if (rc == STORE_ROW) {
+            store_stmt *st = store_prepare(s, "UPDATE counter SET v = $1");
+            rc = st ? store_bind_int64(st, 1, v + 1) : STORE_ERROR;
+            if (rc == STORE_OK) rc = store_step(st);
+            if (st) store_reset(st);
+        }
+        if (rc == STORE_DONE) rc = store_commit(s);
+        if (rc != STORE_OK) {
+            w->rc = rc;
+            snprintf(w->err, sizeof w->err, "%s", store_errmsg(s));
+            store_rollback(s);
+        }
+    }
+    store_close(s);
+    return NULL;
+}
+
+/* Read-modify-write in BEGIN IMMEDIATE transactions from two connections on
+ * one SQLite file: the write lock is taken up front, so no update is lost
+ * and no transaction fails on lock upgrade. */
+static void test_sqlite_two_writers(void **state)
+{
+    testdb *db = *state;
+    EXEC_OK(db->s, "CREATE TABLE counter (v BIGINT NOT NULL)");
+    EXEC_OK(db->s, "INSERT INTO counter VALUES (0)");
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, 2);
+    worker w[2] = {{.db = db, .go = &go}, {.db = db, .go = &go}};
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, increment_worker, &w[i]);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&go);
+    for (int i = 0; i < 2; i++)
+        if (w[i].rc != 0) fail_msg("worker %d: rc %d: %s", i, w[i].rc, w[i].err);
+    assert_int_equal(query_int(db->s, "SELECT v FROM counter"), 2 * INCREMENTS);
+}
+
+static void *migrate_worker(void *arg)
+{
+    worker *w = arg;
+    store *s = store_open(w->db->url, w->err, sizeof w->err);
+    pthread_barrier_wait(w->go);
+    if (!s) { w->rc = -100; return NULL; }
+    w->rc = store_migrate(s);
+    if (w->rc != STORE_OK) snprintf(w->err, sizeof w->err, "%s", store_errmsg(s));
+    store_close(s);
+    return NULL;
+}
+
+/* Drops every table, whatever migrations created (names come from the
+ * catalog, not from input). */
+static void drop_all_tables(store *s)
+{
+    bool pg = store_backend_of(s) == STORE_PG;
+    char names[64][64];
+    int n = 0;
+    store_stmt *st = store_prepare(s, pg ? "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+                                         : "SELECT name FROM sqlite_master WHERE type = 'table'"
+                                           " AND name NOT LIKE 'sqlite_%'");
+    while (n < 64 && store_step(st) == STORE_ROW) snprintf(names[n++], sizeof names[0], "%s", store_col_text(st, 0));
+    store_reset(st);
+    if (!pg) EXEC_OK(s, "PRAGMA foreign_keys=OFF");
+    for (int i = 0; i < n; i++) {
+        char sql[128];
+        snprintf(sql, sizeof sql, "DROP TABLE %s%s", names[i], pg ? " CASCADE" : "");
+        EXEC_OK(s, sql);
+    }
+    if (!pg) EXEC_OK(s, "PRAGMA foreign_keys=ON");
+}
+
+/* Two processes starting at once on a fresh database: both migrate
+ * successfully and the schema is applied once. */
+static void test_concurrent_migrate(void **state)
+{
+    testdb *db = *state;
+    for (int round = 0; round < 3; round++) {
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, 2);
+        worker w[2] = {{.db = db, .go = &go}, {.db = db, .go = &go}};
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, migrate_worker, &w[i]);
+        for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+        pthread_barrier_destroy(&go);
+        for (int i = 0; i < 2; i++)
+            if (w[i].rc != 0) fail_msg("migrator %d: rc %d: %s", i, w[i].rc, w[i].err);
+        assert_int_equal(store_schema_version(db->s), store_schema_latest());
+        assert_int_equal(query_int(db->s, "SELECT count(*) FROM schema_migrations"), store_schema_latest());
+        if (round == 2)
+            break;
+        /* start again from nothing */
+        drop_all_tables(db->s);
+        assert_int_equal(store_schema_version(db->s), 0);
+    }
+}
+
+/* A database migrated by a newer program is refused, not touched. */
+static void test_migrate_refuses_newer(void **state)
+{
+    store *s = ((testdb *)*state)->s;
+    assert_int_equal(store_migrate(s), STORE_OK);
+    EXEC_OK(s, "INSERT INTO schema_migrations VALUES (9999, 'future', 0)");
+    assert_int_equal(store_migrate(s), STORE_ERROR);
+    assert_non_null(strstr(store_errmsg(s), "newer"));
+    assert_int_equal(store_schema_version(s), 9999);
+}
+
+/* ------------------------------------------------- lost connections */
+
+static void kill_backend(store *s)
+{
+    int64_t pid = query_int(s, "SELECT pg_backend_pid()");
+    PGconn *admin = testdb_pg_admin();
+    assert_non_null(admin);
+    char sql[96];
+    snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%lld)", (long long)pid);
+    PGresult *r = PQexec(admin, sql);
+    assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
+    PQclear(r);
+    PQfinish(admin);
+}
+
+static void test_pg_reconnect(void **state)
+{
+    store *s = ((testdb *)*state)->s;
+    EXEC_OK(s, "CREATE TABLE t (i BIGINT)");
+    store_stmt *ins = store_prepare(s, "INSERT INTO t VALUES ($1)");
+    assert_non_null(ins);
+    store_bind_int64(ins, 1, 1);
+    assert_int_equal(store_step(ins), STORE_DONE);
+    store_reset(ins);
+
+    /* Outside a transaction: one call reports the loss, the next reconnects
+     * and re-prepares the cached statement on the new connection. */
+    kill_backend(s);
+    store_bind_int64(ins, 1, 2);
+    assert_int_equal(store_step(ins), STORE_CONN);
+    store_reset(ins);
+    store_bind_int64(ins, 1, 3);
+    assert_int_equal(store_step(ins), STORE_DONE);
+    store_reset(ins);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 2);
+
+    /* Inside one: nothing runs until the caller rolls back. */
+    assert_int_equal(store_begin(s), STORE_OK);
+    store_bind_int64(ins, 1, 4);
+    assert_int_equal(store_step(ins), STORE_DONE);
+    store_reset(ins);
+    kill_backend(s);
+    store_bind_int64(ins, 1, 5);
+    assert_int_equal(store_step(ins), STORE_CONN);
+    store_reset(ins);
+    store_bind_int64(ins, 1, 6);
+    assert_int_equal(store_step(ins), STORE_CONN);
+    store_reset(ins);
+    assert_int_equal(store_exec(s, "SELECT 1"), STORE_CONN);
+    assert_int_equal(store_rollback(s), STORE_OK);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 2);
+
+    /* a transaction begun by hand is protected the same way */
+    EXEC_OK(s, "BEGIN");
+    kill_backend(s);
+    assert_int_equal(store_exec(s, "INSERT INTO t VALUES (8)"), STORE_CONN);
+    assert_int_equal(store_exec(s, "INSERT INTO t VALUES (9)"), STORE_CONN);
+    assert_int_equal(store_rollback(s), STORE_OK);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 2);
+
+    /* commit after the loss reports it */
+    assert_int_equal(store_begin(s), STORE_OK);
+    kill_backend(s);
+    assert_int_equal(store_exec(s, "INSERT INTO t VALUES (7)"), STORE_CONN);
+    assert_int_equal(store_commit(s), STORE_CONN);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TESTDB_TEST_RAW(test_commit_rollback),
+        TESTDB_TEST_RAW(test_failed_statement_aborts),
+        TESTDB_TEST_RAW(test_busy_mapped),
+        TESTDB_TEST_PG_RAW(test_pg_serialization_busy),
+        TESTDB_TEST_SQLITE_RAW(test_sqlite_two_writers),
+        TESTDB_TEST_RAW(test_concurrent_migrate),
+        TESTDB_TEST_RAW(test_migrate_refuses_newer),
+        TESTDB_TEST_PG_RAW(test_pg_reconnect),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
