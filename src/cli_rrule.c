@@ -208,6 +208,14 @@ static json_t *answer_line(const char *line, size_t len, tz_db *db)
     return out;
 }
 
+char *cli_rrule_answer(const char *line, size_t len, tz_db *db)
+{
+    json_t *out = len > CLI_MAX_LINE ? error_reply("line longer than 1 MiB") : answer_line(line, len, db);
+    char *text = out ? json_dumps(out, JSON_COMPACT) : NULL;
+    json_decref(out);
+    return text;
+}
+
 static int json_lines(tz_db *db)
 {
     char *line = NULL;
@@ -216,13 +224,10 @@ static int json_lines(tz_db *db)
     while ((n = getline(&line, &cap, stdin)) >= 0) {
         size_t len = (size_t)n;
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
-        json_t *out = len > CLI_MAX_LINE ? error_reply("line longer than 1 MiB")
-                                         : answer_line(line, len, db);
-        char *text = out ? json_dumps(out, JSON_COMPACT) : NULL;
+        char *text = cli_rrule_answer(line, len, db);
         puts(text ? text : "{\"error\":\"out of memory\"}");
         fflush(stdout);
         free(text);
-        json_decref(out);
     }
     free(line);
     return 0;
