@@ -132,6 +132,7 @@ typedef struct rrule_plan {
     uint32_t nt;              /* times per day (or per sub-daily period) */
     bool has_setpos;
     bool never;               /* known to yield nothing but DTSTART */
+    int64_t per_period;       /* occurrences in every period, or -1: varies */
     uint64_t mask_ok;         /* which kinds of year have masks[] filled */
     uint64_t ycount_ok;       /* YEARLY: which ycount[] are filled */
     rrule_bits masks[56];

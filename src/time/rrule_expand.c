@@ -129,9 +129,16 @@ static void mark_ordinals(const rrule *r, int wd1, int a, int b, rrule_bits *out
         if (!(pos | neg)) continue;
         int first = a + (w - (wd1 + a) % 7 + 7) % 7;
         int last = (b - 1) - (((wd1 + b - 1) % 7) - w + 7) % 7;
-        for (int n = 1; n <= 53; n++) {
-            if ((pos >> n & 1) && first + 7 * (n - 1) < b) bits_set1(out, first + 7 * (n - 1));
-            if ((neg >> n & 1) && last - 7 * (n - 1) >= a) bits_set1(out, last - 7 * (n - 1));
+        /* Only the ordinals named: a range holds at most 53 of a weekday. */
+        for (; pos; pos &= pos - 1) {
+            int d = first + 7 * (__builtin_ctzll(pos) - 1);
+            if (d >= b) break;
+            bits_set1(out, d);
+        }
+        for (; neg; neg &= neg - 1) {
+            int d = last - 7 * (__builtin_ctzll(neg) - 1);
+            if (d < a) break;
+            bits_set1(out, d);
         }
     }
 }
@@ -176,19 +183,25 @@ static void mask_compute(const rrule_plan *p, int64_t y, rrule_bits *m)
     }
     if (r->has & RRULE_HAS_BYYEARDAY) {
         memset(&t, 0, sizeof t);
-        for (int d = 1; d <= ylen; d++) {
-            if (bits_get(&r->byyearday_pos, d)) bits_set1(&t, d - 1);
-            if (bits_get(&r->byyearday_neg, d)) bits_set1(&t, ylen - d);
-        }
+        for (int d = bits_next(&r->byyearday_pos, 1, ylen + 1); d > 0;
+             d = bits_next(&r->byyearday_pos, d + 1, ylen + 1))
+            bits_set1(&t, d - 1);
+        for (int d = bits_next(&r->byyearday_neg, 1, ylen + 1); d > 0;
+             d = bits_next(&r->byyearday_neg, d + 1, ylen + 1))
+            bits_set1(&t, ylen - d);
         bits_and(m, &t);
     }
     if (r->has & RRULE_HAS_BYMONTHDAY) {
         memset(&t, 0, sizeof t);
         for (int mo = 1; mo <= 12; mo++) {
             int ms = month_start(y, mo), ml = civil_days_in_month(y, mo);
-            for (int d = 1; d <= ml; d++) {
-                if (r->bymonthday_pos >> d & 1) bits_set1(&t, ms + d - 1);
-                if (r->bymonthday_neg >> d & 1) bits_set1(&t, ms + ml - d);
+            for (uint32_t v = r->bymonthday_pos; v; v &= v - 1) {
+                int d = __builtin_ctz(v);
+                if (d <= ml) bits_set1(&t, ms + d - 1);
+            }
+            for (uint32_t v = r->bymonthday_neg; v; v &= v - 1) {
+                int d = __builtin_ctz(v);
+                if (d <= ml) bits_set1(&t, ms + ml - d);
             }
         }
         bits_and(m, &t);
@@ -322,6 +335,75 @@ static bool subdaily_reachable(const rrule_plan *p)
     return false;
 }
 
+/* Days per month named by BYMONTHDAY when that number is the same in every
+ * month (values within 1..28 from either end that cannot meet), else -1. */
+static int monthdays_fixed(const rrule *r)
+{
+    uint32_t pos = r->bymonthday_pos, neg = r->bymonthday_neg;
+    if ((pos | neg) >> 29) return -1;
+    for (uint32_t a = pos; a; a &= a - 1)
+        for (uint32_t b = neg; b; b &= b - 1)
+            if (__builtin_ctz(a) + __builtin_ctz(b) >= 29) return -1; /* 28..31 + 1 */
+    return __builtin_popcount(pos) + __builtin_popcount(neg);
+}
+
+/* Days per month named by ordinal BYDAY alone when every month has them
+ * all: ordinals within +/-4 and never both ends of one weekday. */
+static int ordinals_fixed(const rrule *r)
+{
+    int n = 0;
+    if (r->byday_plain) return -1;
+    for (int w = 0; w < 7; w++) {
+        uint64_t pos = r->byday_pos[w], neg = r->byday_neg[w];
+        if (((pos | neg) >> 5) || (pos && neg)) return -1;
+        n += __builtin_popcountll(pos | neg);
+    }
+    return n;
+}
+
+/* Occurrences per period when every period has the same number, so that
+ * COUNT arithmetic is a multiplication; -1 when it varies. */
+static int64_t constant_per_period(const rrule_plan *p)
+{
+    const rrule *r = &p->r;
+    uint32_t has = r->has, days = RRULE_HAS_BYMONTH | RRULE_HAS_BYMONTHDAY | RRULE_HAS_BYDAY |
+                                  RRULE_HAS_BYYEARDAY | RRULE_HAS_BYWEEKNO;
+    int64_t n = -1;
+    switch (r->freq) {
+    case RRULE_YEARLY:
+    case RRULE_MONTHLY: {
+        int per_month = -1;
+        uint32_t rest = has & days & ~(uint32_t)RRULE_HAS_BYMONTH;
+        if (rest == RRULE_HAS_BYMONTHDAY) per_month = monthdays_fixed(r);
+        else if (rest == RRULE_HAS_BYDAY) per_month = ordinals_fixed(r);
+        if (per_month < 0) return -1;
+        int months = has & RRULE_HAS_BYMONTH ? __builtin_popcount(r->bymonth) : 12;
+        if (r->freq == RRULE_YEARLY) {
+            if (!(has & RRULE_HAS_BYMONTH)) return -1; /* ordinals count in the year */
+            n = (int64_t)months * per_month;
+        } else {
+            if (has & RRULE_HAS_BYMONTH) return -1; /* months without any */
+            n = per_month;
+        }
+        break;
+    }
+    case RRULE_WEEKLY:
+        if ((has & days) != RRULE_HAS_BYDAY) return -1;
+        n = __builtin_popcount(r->byday_plain);
+        break;
+    case RRULE_DAILY:
+        if (has & days) return -1;
+        n = 1;
+        break;
+    default:
+        if ((has & days) || p->hmask != (1ull << 24) - 1 || p->mmask != (1ull << 60) - 1 ||
+            p->smask != (1ull << 60) - 1)
+            return -1;
+        n = 1;
+    }
+    return setpos_count(p, (uint32_t)n * p->nt);
+}
+
 /* Parts the rule leaves out come from DTSTART (RFC 5545 3.3.10). */
 static void plan_defaults(rrule *r, const civil_time *dt, int64_t d0)
 {
@@ -374,7 +456,8 @@ int rrule_plan_init(rrule_plan *p, const rrule *r, const civil_time *dt, char *e
     }
     /* BYSETPOS can only pick from as many occurrences as a period can hold. */
     static const uint32_t max_days[] = {1, 1, 1, 1, 7, 31, 366};
-    p->never = p->nt == 0 || (p->unit && !subdaily_reachable(p)) ||
+    p->per_period = constant_per_period(p);
+    p->never = p->nt == 0 || p->per_period == 0 || (p->unit && !subdaily_reachable(p)) ||
                setpos_count(p, max_days[r->freq] * p->nt) == 0;
     return 0;
 }
@@ -579,6 +662,7 @@ static uint64_t count_periods(rrule_iter *it, int64_t k1, int64_t k2, uint64_t c
     rrule_plan *p = it->p;
     int64_t I = p->r.interval;
     uint64_t c = 0;
+    if (p->per_period > 0) return (uint64_t)(k2 - k1) * (uint64_t)p->per_period;
     switch (p->r.freq) {
     case RRULE_YEARLY:
         for (int64_t k = k1; k < k2 && c < cap && p->p0 + k * I <= RRULE_MAX_YEAR; k++)
