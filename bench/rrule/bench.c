@@ -171,7 +171,7 @@ int main(int argc, char **argv)
             total += ical_expand(expand_rules[i], buf, 1000);
         }
     } while (now() - t0 < 2.0);
-    double ical_a = total / (now() - t0);
+    double ical_a = total / (now() - t0), ical_b = 0;
     printf("expand  ours     %12.0f occurrences/s\n", ours_a);
     printf("expand  libical  %12.0f occurrences/s   ours/libical %.0fx\n", ical_a, ours_a / ical_a);
 
@@ -232,9 +232,11 @@ int main(int argc, char **argv)
             bad += ical_next_after(query_rules[ri], buf, qt[q], shortcut) != want[q];
         }
         double rate = nq / (now() - t0);
+        if (!shortcut) ical_b = rate;
         printf("next    libical%s %10.0f queries/s   (%d wrong of %d)   ours/libical %.0fx\n",
                shortcut ? "+set_start" : "          ", rate, bad, nq, ours_b / rate);
     }
-    printf("RATES ours_expand=%.0f ours_next=%.0f\n", ours_a, ours_b);
+    printf("RATES ours_expand=%.0f ours_next=%.0f libical_expand=%.0f libical_next=%.2f\n", ours_a,
+           ours_b, ical_a, ical_b);
     return wrong != 0;
 }

@@ -35,6 +35,10 @@
  *  - DTSTART is always the first occurrence and counts towards COUNT, even
  *    when it does not match the rule (RFC 5545 3.8.5.3). dateutil drops a
  *    DTSTART that does not match.
+ *  - BYSETPOS picks from the whole period, also the first one: for WEEKLY
+ *    that is the whole week (from WKST) holding DTSTART, and picks before
+ *    DTSTART are then dropped. dateutil cuts the first week at DTSTART's day
+ *    before applying BYSETPOS, so its picks in that week differ.
  *  - BYDAY mixing plain and ordinal days (BYDAY=MO,1TU) is the union of the
  *    two; dateutil requires a day to satisfy both (so it yields nothing).
  *  - BYWEEKNO: every day belongs to the week-numbering year that owns its
@@ -134,9 +138,11 @@ typedef struct rrule_plan {
     bool never;               /* known to yield nothing but DTSTART */
     int64_t per_period;       /* occurrences in every period, or -1: varies */
     uint64_t mask_ok;         /* which kinds of year have masks[] filled */
-    uint64_t ycount_ok;       /* YEARLY: which ycount[] are filled */
+    uint64_t ycount_ok;       /* which ycount[] are filled */
+    uint64_t ndcount_ok;      /* which ndcount[] are filled */
+    uint16_t ndcount[32];     /* BYSETPOS count of a period of n days */
     rrule_bits masks[56];
-    uint32_t ycount[56];
+    uint32_t ycount[56];      /* occurrences in a year (YEARLY, MONTHLY) */
 } rrule_plan;
 
 /* Binds r to dtstart (a valid civil time, year 0..9999). Returns 0 or -1 with

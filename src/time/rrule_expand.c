@@ -23,7 +23,13 @@ static int64_t ceildiv(int64_t a, int64_t b)
 
 static void bits_set_range(rrule_bits *b, int lo, int hi)
 {
-    for (int i = lo; i < hi; i++) b->w[i >> 6] |= 1ull << (i & 63);
+    while (lo < hi) {
+        int w = lo >> 6, end = (w + 1) * 64 < hi ? (w + 1) * 64 : hi;
+        uint64_t v = ~0ull << (lo & 63);
+        if (end & 63) v &= ~(~0ull << (end & 63));
+        b->w[w] |= v;
+        lo = end;
+    }
 }
 
 static void bits_set1(rrule_bits *b, int i)
@@ -432,7 +438,7 @@ int rrule_plan_init(rrule_plan *p, const rrule *r, const civil_time *dt, char *e
     p->r = *r;
     p->dtstart = civil_to_seconds(dt);
     p->d0 = floordiv(p->dtstart, DAY);
-    p->mask_ok = p->ycount_ok = 0;
+    p->mask_ok = p->ycount_ok = p->ndcount_ok = 0;
     p->has_setpos = (r->has & RRULE_HAS_BYSETPOS) != 0;
     p->unit = 0;
     p->until = END_SECONDS - 1;
@@ -631,6 +637,39 @@ static int64_t occurrence_at(const rrule_iter *it, uint32_t i)
 
 /* ---- counting whole periods (for COUNT) ---- */
 
+/* BYSETPOS count for a period of nd days (nd <= 31), cached. */
+static uint32_t days_count(rrule_plan *p, uint32_t nd)
+{
+    if (!p->has_setpos) return nd * p->nt;
+    if (!(p->ndcount_ok >> nd & 1)) {
+        p->ndcount[nd] = (uint16_t)setpos_count(p, nd * p->nt);
+        p->ndcount_ok |= 1ull << nd;
+    }
+    return p->ndcount[nd];
+}
+
+static uint32_t month_count(rrule_plan *p, int64_t y, int mo)
+{
+    int lo = month_start(y, mo);
+    return days_count(p, (uint32_t)bits_count_range(year_mask(p, y), lo,
+                                                    lo + civil_days_in_month(y, mo)));
+}
+
+/* MONTHLY with INTERVAL dividing 12: the same months are periods every
+ * year, so a whole year's count depends on the kind of year only. */
+static uint32_t ycount_monthly(rrule_plan *p, int64_t y)
+{
+    int k = year_kind(p, y);
+    if (!(p->ycount_ok >> k & 1)) {
+        uint32_t c = 0;
+        int64_t I = p->r.interval, first = p->p0 - floordiv(p->p0, I) * I; /* phase */
+        for (int mo = (int)first + 1; mo <= 12; mo += (int)I) c += month_count(p, y, mo);
+        p->ycount[k] = c;
+        p->ycount_ok |= 1ull << k;
+    }
+    return p->ycount[k];
+}
+
 static uint32_t ycount(rrule_plan *p, int64_t y)
 {
     int k = year_kind(p, y);
@@ -669,13 +708,18 @@ static uint64_t count_periods(rrule_iter *it, int64_t k1, int64_t k2, uint64_t c
             c += ycount(p, p->p0 + k * I);
         return c;
     case RRULE_MONTHLY:
-        for (int64_t k = k1; k < k2 && c < cap; k++) {
+        for (int64_t k = k1; k < k2 && c < cap;) {
             int64_t mi = p->p0 + k * I, y = floordiv(mi, 12);
             int mo = (int)(mi - y * 12) + 1;
             if (y > RRULE_MAX_YEAR) break;
-            int lo = month_start(y, mo);
-            c += setpos_count(p, (uint32_t)bits_count_range(year_mask(p, y), lo,
-                                  lo + civil_days_in_month(y, mo)) * p->nt);
+            int64_t per_year = 12 / I;
+            if (12 % I == 0 && mo <= I && k + per_year <= k2) {
+                c += ycount_monthly(p, y); /* the whole year at once */
+                k += per_year;
+                continue;
+            }
+            c += month_count(p, y, mo);
+            k++;
         }
         return c;
     case RRULE_WEEKLY:
@@ -683,7 +727,7 @@ static uint64_t count_periods(rrule_iter *it, int64_t k1, int64_t k2, uint64_t c
             return count_days(it, p->p0 + 7 * k1, p->p0 + 7 * k2) * p->nt;
         for (int64_t k = k1; k < k2 && c < cap; k++) {
             int64_t ws = p->p0 + 7 * k * I;
-            c += setpos_count(p, (uint32_t)count_days(it, ws, ws + 7) * p->nt);
+            c += days_count(p, (uint32_t)count_days(it, ws, ws + 7));
         }
         return c;
     case RRULE_DAILY: {

@@ -208,6 +208,13 @@ static void test_unsynchronized_dtstart(void **state)
     static const char *const want2[] = {"19970915T090000", "19970920T090000", "19971001T090000"};
     expect_list(&plan, want2, 3);
     assert_false(rrule_includes(&plan, secs("19970901T090000")));
+    /* BYSETPOS picks from the whole first week (Monday Nov 30 onwards): its
+     * picks fall before DTSTART and are dropped (dateutil would restart the
+     * set at DTSTART and pick 09:27:32 on Dec 6). */
+    plan_for(&plan, "20201206T092716", "FREQ=WEEKLY;INTERVAL=5;BYDAY=MO,TH,SU;BYHOUR=0,9,11,23;"
+                                       "BYMINUTE=27;BYSECOND=16,32;BYSETPOS=3,4");
+    static const char *const want3[] = {"20201206T092716", "20210104T092716", "20210104T092732"};
+    expect_list(&plan, want3, 3);
 }
 
 /* Friday the 13th: the RFC removes the unsynchronized DTSTART with EXDATE. */
