@@ -124,6 +124,12 @@ size_t rrule_explain(const rrule *r, const civil_time *dtstart, char *buf, size_
 /* A rule bound to DTSTART. About 3.5 KB; lives wherever the caller likes.
  * Fields are private to rrule_*.c. */
 typedef struct rrule_plan {
+    /* Public: true (the default, RFC 5545) makes DTSTART the first
+     * occurrence even when the rule does not yield it; false drops such a
+     * DTSTART as python-dateutil does (and COUNT then counts only what the
+     * rule yields). Set it after rrule_plan_init, before any query. */
+    bool keep_dtstart;
+    int8_t dtstart_match;     /* -1 unknown, else does the rule yield DTSTART */
     rrule r;
     int64_t dtstart;          /* local seconds */
     int64_t until;            /* last local second allowed (inclusive) */

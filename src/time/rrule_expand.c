@@ -439,6 +439,8 @@ int rrule_plan_init(rrule_plan *p, const rrule *r, const civil_time *dt, char *e
     p->dtstart = civil_to_seconds(dt);
     p->d0 = floordiv(p->dtstart, DAY);
     p->mask_ok = p->ycount_ok = p->ndcount_ok = 0;
+    p->keep_dtstart = true;
+    p->dtstart_match = -1;
     p->has_setpos = (r->has & RRULE_HAS_BYSETPOS) != 0;
     p->unit = 0;
     p->until = END_SECONDS - 1;
@@ -754,6 +756,25 @@ static uint64_t count_periods(rrule_iter *it, int64_t k1, int64_t k2, uint64_t c
 
 /* ---- iteration ---- */
 
+/* Is DTSTART an occurrence? Always, unless the caller asked for the
+ * dateutil reading (keep_dtstart false) and the rule does not yield it. */
+static bool dtstart_counts(rrule_iter *it)
+{
+    rrule_plan *p = it->p;
+    if (p->keep_dtstart) return true;
+    if (p->dtstart_match < 0) {
+        int64_t k0 = 0;
+        p->dtstart_match = 0;
+        if (fill(it, &k0) && k0 == 0)
+            for (uint32_t i = 0; i < it->nsel; i++)
+                if (occurrence_at(it, p->has_setpos ? it->sel[i] : i) == p->dtstart)
+                    p->dtstart_match = 1;
+        it->n = it->nsel = it->pos = 0;
+        it->budget = RRULE_SCAN_BUDGET;
+    }
+    return p->dtstart_match > 0 && p->dtstart <= p->until;
+}
+
 void rrule_iter_init(rrule_iter *it, rrule_plan *p, int64_t from)
 {
     it->p = p;
@@ -763,10 +784,11 @@ void rrule_iter_init(rrule_iter *it, rrule_plan *p, int64_t from)
     it->done = false;
     it->n = it->nsel = it->pos = 0;
     it->index = 0;
-    it->dtstart_pending = from <= p->dtstart;
     it->k = 0;
+    bool counts = dtstart_counts(it);
+    it->dtstart_pending = from <= p->dtstart && counts;
     if (from <= p->dtstart) return;
-    it->index = 1; /* DTSTART */
+    it->index = counts; /* DTSTART */
     int64_t k = period_of(p, from < END_SECONDS ? from : END_SECONDS);
     if (k <= 0) return;
     if (p->r.has & RRULE_HAS_COUNT) {

@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 bin=${CHIME_BIN:-build/san/chime}
 [ -x "$bin" ] || make -s build/san/chime
-/usr/bin/python3 tests/sh/rrule_dateutil.py "$bin" "${RRULE_DIFF_RULES:-900}" "${RRULE_DIFF_SEED:-5545}"
+/usr/bin/python3 tests/sh/rrule_dateutil.py "$bin" "${RRULE_DIFF_RULES:-700}" "${RRULE_DIFF_SEED:-5545}"
