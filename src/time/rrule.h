@@ -35,6 +35,10 @@
  *  - DTSTART is always the first occurrence and counts towards COUNT, even
  *    when it does not match the rule (RFC 5545 3.8.5.3). dateutil drops a
  *    DTSTART that does not match.
+ *  - BYSETPOS picks from the whole period, also the first one: for WEEKLY
+ *    that is the whole week (from WKST) holding DTSTART, and picks before
+ *    DTSTART are then dropped. dateutil cuts the first week at DTSTART's day
+ *    before applying BYSETPOS, so its picks in that week differ.
  *  - BYDAY mixing plain and ordinal days (BYDAY=MO,1TU) is the union of the
  *    two; dateutil requires a day to satisfy both (so it yields nothing).
  *  - BYWEEKNO: every day belongs to the week-numbering year that owns its
@@ -76,7 +80,7 @@ enum {
 enum rrule_until_kind { RRULE_UNTIL_DATE = 1, RRULE_UNTIL_LOCAL, RRULE_UNTIL_UTC };
 
 #define RRULE_TEXT_MAX 4096       /* longest RRULE text accepted */
-#define RRULE_SCAN_BUDGET (1u << 20)
+#define RRULE_SCAN_BUDGET (1u << 17)
 #define RRULE_MAX_YEAR 9999
 
 /* Sets of numbers are bitmaps: bit n stands for the value n (or -n in the
@@ -120,6 +124,12 @@ size_t rrule_explain(const rrule *r, const civil_time *dtstart, char *buf, size_
 /* A rule bound to DTSTART. About 3.5 KB; lives wherever the caller likes.
  * Fields are private to rrule_*.c. */
 typedef struct rrule_plan {
+    /* Public: true (the default, RFC 5545) makes DTSTART the first
+     * occurrence even when the rule does not yield it; false drops such a
+     * DTSTART as python-dateutil does (and COUNT then counts only what the
+     * rule yields). Set it after rrule_plan_init, before any query. */
+    bool keep_dtstart;
+    int8_t dtstart_match;     /* -1 unknown, else does the rule yield DTSTART */
     rrule r;
     int64_t dtstart;          /* local seconds */
     int64_t until;            /* last local second allowed (inclusive) */
@@ -131,10 +141,14 @@ typedef struct rrule_plan {
     uint16_t nh, nm, ns;
     uint32_t nt;              /* times per day (or per sub-daily period) */
     bool has_setpos;
+    bool never;               /* known to yield nothing but DTSTART */
+    int64_t per_period;       /* occurrences in every period, or -1: varies */
     uint64_t mask_ok;         /* which kinds of year have masks[] filled */
-    uint64_t ycount_ok;       /* YEARLY: which ycount[] are filled */
+    uint64_t ycount_ok;       /* which ycount[] are filled */
+    uint64_t ndcount_ok;      /* which ndcount[] are filled */
+    uint16_t ndcount[32];     /* BYSETPOS count of a period of n days */
     rrule_bits masks[56];
-    uint32_t ycount[56];
+    uint32_t ycount[56];      /* occurrences in a year (YEARLY, MONTHLY) */
 } rrule_plan;
 
 /* Binds r to dtstart (a valid civil time, year 0..9999). Returns 0 or -1 with

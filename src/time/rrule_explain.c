@@ -153,9 +153,17 @@ static void put_times(text *t, const rrule *r, const civil_time *dt)
         if (ss) { uint64_t z = 0; put(t, " at "); put_list(t, "second", "seconds", &r->bysecond, &z, 60); }
         return;
     }
+    if (!dt && !(hh && mm)) {
+        /* Without DTSTART the missing parts are unknown: list what is given. */
+        uint64_t h = r->byhour, z = 0;
+        if (hh) { put(t, " at "); put_list(t, "hour", "hours", &h, &z, 23); }
+        if (mm) { put(t, " at "); put_list(t, "minute", "minutes", &r->byminute, &z, 59); }
+        if (ss) { put(t, " at "); put_list(t, "second", "seconds", &r->bysecond, &z, 60); }
+        return;
+    }
     uint64_t h = hh ? r->byhour : dt ? 1ull << dt->hour : 0;
     uint64_t m = mm ? r->byminute : dt ? 1ull << dt->minute : 0;
-    uint64_t s = ss ? r->bysecond : dt ? 1ull << dt->second : 0;
+    uint64_t s = ss ? r->bysecond : dt ? 1ull << dt->second : 1;
     if (!h || !m || !s) return;
     int n = bit_count(h) * bit_count(m) * bit_count(s), i = 0;
     if (n > 12) {
