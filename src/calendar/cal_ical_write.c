@@ -1,4 +1,4 @@
-/* ical_write.c -- a calendar's events as an RFC 5545 VCALENDAR.
+/* cal_ical_write.c -- a calendar's events as an RFC 5545 VCALENDAR.
  *
  * Lines end in CRLF and are folded at 75 octets without splitting a UTF-8
  * character (RFC 5545 3.1). Zoned times carry TZID=<IANA name>, and each

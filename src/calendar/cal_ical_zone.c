@@ -1,4 +1,4 @@
-/* ical_zone.c -- the TZIDs iCalendar producers write, mapped to IANA zones.
+/* cal_ical_zone.c -- the TZIDs iCalendar producers write, mapped to IANA zones.
  *
  * Google and Apple write IANA names; Outlook and Exchange write Windows names
  * ("Eastern Standard Time") or, in files saved from the desktop client, the

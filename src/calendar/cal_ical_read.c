@@ -1,4 +1,4 @@
-/* ical_read.c -- VEVENTs of a parsed file into series ready to save.
+/* cal_ical_read.c -- VEVENTs of a parsed file into series ready to save.
  *
  * Each VEVENT without RECURRENCE-ID is a series (or single event); one with
  * RECURRENCE-ID overrides one instance of the series with the same UID:
@@ -18,6 +18,8 @@
 #include "calendar/cal_ical.h"
 #include "time/rrule.h"
 
+#define ZONE_CACHE 16
+
 typedef struct reader {
     tz_db *tz;
     const char *calendar_zone;
@@ -25,6 +27,11 @@ typedef struct reader {
     ical_import *out;
     ical_err *err;
     uint64_t total_count;
+    /* TZIDs already mapped: files repeat a handful of them thousands of times. */
+    struct {
+        const char *tzid, *iana;
+    } zones[ZONE_CACHE];
+    int nzones;
 } reader;
 
 static int fail(reader *r, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -85,7 +92,13 @@ static int prop_zone(reader *r, const ical_prop *p, ical_time *out)
     out->zone = NULL;
     out->zone_name = "";
     if (!tzid) return 0;
-    const char *iana = ical_zone_map(r->tz, tzid, vtimezone_location(r, tzid));
+    const char *iana = NULL;
+    for (int i = 0; i < r->nzones && !iana; i++)
+        if (strcmp(r->zones[i].tzid, tzid) == 0) iana = r->zones[i].iana;
+    if (!iana && (iana = ical_zone_map(r->tz, tzid, vtimezone_location(r, tzid))) && r->nzones < ZONE_CACHE) {
+        r->zones[r->nzones].tzid = tzid; /* in the document's arena, alive while we read */
+        r->zones[r->nzones++].iana = iana;
+    }
     if (!iana)
         return fail(r, p->line, "%s: unknown time zone '%.80s' (not an IANA, Windows or Outlook zone name)",
                     p->name, tzid);

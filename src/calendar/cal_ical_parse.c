@@ -1,4 +1,4 @@
-/* ical_parse.c -- iCalendar content lines into a component tree.
+/* cal_ical_parse.c -- iCalendar content lines into a component tree.
  *
  * RFC 5545 section 3.1: lines end in CRLF (a bare LF is accepted, as every
  * producer's files get converted somewhere), a line starting with a space or
@@ -240,18 +240,35 @@ static int handle_line(parser *p, char *s, int line)
 
 /* ---- the file ----------------------------------------------------------- */
 
-/* Checks one physical line's characters: valid UTF-8, no controls but tab. */
-static int check_chars(const char *s, size_t n, int line, ical_err *err)
+/* No control characters but tab on a physical line. */
+static int check_controls(const char *s, size_t n, int line, ical_err *err)
 {
-    for (size_t i = 0; i < n;) {
+    for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if ((c < 0x20 && c != '\t') || c == 0x7F)
             return fail(err, line, "control character 0x%02X at column %zu", c, i + 1);
+    }
+    return 0;
+}
+
+/* Valid UTF-8 on an unfolded line: checked after unfolding because some
+ * producers fold in the middle of a character (RFC 5545 only says SHOULD NOT). */
+static int check_utf8(const char *s, size_t n, int line, ical_err *err)
+{
+    for (size_t i = 0; i < n;) {
         size_t k = utf8_len((const unsigned char *)s + i, n - i);
-        if (k == 0) return fail(err, line, "invalid UTF-8 at column %zu", i + 1);
+        if (k == 0) return fail(err, line, "invalid UTF-8 at byte %zu of the (unfolded) line", i + 1);
         i += k;
     }
     return 0;
+}
+
+static int flush_line(parser *p, const char *cur, size_t n, int line)
+{
+    if (check_utf8(cur, n, line, p->err) != 0) return -1;
+    char *logical = arena_strndup(p->doc->arena, cur, n);
+    if (!logical) return fail(p->err, line, "out of memory");
+    return handle_line(p, logical, line);
 }
 
 int ical_parse(const char *text, size_t len, ical_doc *out, ical_err *err)
@@ -275,7 +292,7 @@ int ical_parse(const char *text, size_t len, ical_doc *out, ical_err *err)
         line++;
         i = nl ? end + 1 : len;
         if (n > 0 && s[n - 1] == '\r') n--;
-        if (check_chars(s, n, line, err) != 0) goto bad;
+        if (check_controls(s, n, line, err) != 0) goto bad;
         if (n > 0 && (s[0] == ' ' || s[0] == '\t')) {
             if (!have) {
                 fail(err, line, "a continuation line (starting with a space) with no line before it");
@@ -285,22 +302,14 @@ int ical_parse(const char *text, size_t len, ical_doc *out, ical_err *err)
             curlen += n - 1;
             continue;
         }
-        if (have) {
-            char *logical = arena_strndup(out->arena, cur, curlen);
-            if (!logical) goto oom;
-            if (handle_line(&p, logical, curline) != 0) goto bad;
-        }
+        if (have && flush_line(&p, cur, curlen, curline) != 0) goto bad;
         have = n > 0;
         curlen = 0;
         curline = line;
         memcpy(cur, s, n);
         curlen = n;
     }
-    if (have) {
-        char *logical = arena_strndup(out->arena, cur, curlen);
-        if (!logical) goto oom;
-        if (handle_line(&p, logical, curline) != 0) goto bad;
-    }
+    if (have && flush_line(&p, cur, curlen, curline) != 0) goto bad;
     if (p.depth > 0) {
         ical_comp *open = p.stack[p.depth - 1];
         fail(err, open->line, "BEGIN:%s is never closed by END:%s", open->name, open->name);
