@@ -89,6 +89,7 @@ typedef struct ical_series_in {
     int line;                /* of its BEGIN:VEVENT */
     cal_override *ovs;       /* sorted by original_ms, event_id 0 */
     size_t novs;
+    bool lone_instance;      /* a RECURRENCE-ID VEVENT whose series is not in the file */
 } ical_series_in;
 
 typedef struct ical_skip {
@@ -110,6 +111,8 @@ typedef struct ical_import {
 int ical_read(const char *text, size_t len, tz_db *tz, const char *calendar_zone, ical_import *out,
               ical_err *err);
 void ical_import_free(ical_import *im);
+/* Lists one more skipped component (the HTTP layer skips some too). */
+void ical_import_skip(ical_import *im, int line, const char *uid, const char *reason);
 
 /* The IANA zone for a TZID as producers write them: an IANA name, a Windows
  * name, a prefixed IANA name ("/mozilla.org/20050126_1/America/New_York"),

@@ -621,6 +621,7 @@ static int read_all(reader *r, vevent *vs, size_t n)
             }
             ical_series_in *s = take_series(r, v);
             if (!s) return fail(r, v->c->line, "out of memory");
+            s->lone_instance = pass == 1;
             if (resolve(r, s, v->c) != 0) return -1;
         }
         if (im->nseries) qsort(im->series, im->nseries, sizeof *im->series, by_uid);
@@ -656,6 +657,17 @@ int ical_read(const char *text, size_t len, tz_db *tz, const char *calendar_zone
     ical_doc_free(&doc);
     if (rc != 0) ical_import_free(out);
     return rc;
+}
+
+void ical_import_skip(ical_import *im, int line, const char *uid, const char *reason)
+{
+    im->nskipped++;
+    if (im->nskips == ICAL_MAX_SKIPS) return;
+    ical_skip *s = &im->skips[im->nskips++];
+    s->line = line;
+    snprintf(s->uid, sizeof s->uid, "%s", uid ? uid : "");
+    snprintf(s->reason, sizeof s->reason, "%s", reason);
+    ical_utf8_sanitize(s->uid);
 }
 
 void ical_import_free(ical_import *im)

@@ -180,6 +180,12 @@ static int save_all(ctx *c, const cal_calendar *cal, ical_import *im, import_cou
         int rc = cal_event_find_uid(c->db, cal->id, e->ical_uid, &id, &created);
         if (rc == CAL_ERROR) return CAL_ERROR;
         bool insert = rc == CAL_NOT_FOUND;
+        if (!insert && s->lone_instance) {
+            /* One instance must not replace a whole series stored here. */
+            ical_import_skip(im, s->line, e->ical_uid,
+                             "an instance of a series already in this calendar (import the whole series)");
+            continue;
+        }
         if (insert) {
             e->id = base_id_new();
             n->imported++;

@@ -345,6 +345,39 @@ class TestBadInput(IcalTest):
         self.assertEqual(sorted(s["uid"] for s in r.json["skipped"]), ["j@test", "zero@test"])
 
 
+    def test_lone_instance(self):
+        cal = self.calendar()
+        weekly = vevent("w@test", "DTSTART;TZID=America/New_York:20260105T090000",
+                        "DTEND;TZID=America/New_York:20260105T100000", "RRULE:FREQ=WEEKLY;COUNT=4")
+        one = ("BEGIN:VEVENT", "UID:w@test", "RECURRENCE-ID;TZID=America/New_York:20260112T090000",
+               "DTSTART;TZID=America/New_York:20260112T150000", "DTEND;TZID=America/New_York:20260112T160000",
+               "SUMMARY:Just this one", "END:VEVENT")
+        # Alone in a file (as Google exports a single invitation): a single event.
+        other = self.calendar()
+        r = self.do_import(other, vcal(*one))
+        self.assertEqual(r.json["imported"], 1, r)
+        self.assertEqual([i[1:3] for i in self.instances(other)],
+                         [("Just this one", "2026-01-12T15:00:00-05:00")])
+        # It never replaces a whole series already stored under its UID.
+        self.do_import(cal, vcal(*weekly))
+        before = self.instances(cal)
+        r = self.do_import(cal, vcal(*one))
+        self.assertEqual((r.json["imported"], r.json["updated"]), (0, 0), r)
+        self.assertIn("already in this calendar", r.json["skipped"][0]["reason"])
+        self.assertEqual(self.instances(cal), before)
+        self.assertEqual(len(before), 4)
+
+
+class TestBodyLimit(IcalTest):
+    server_args = ("--max-body", "4096")
+
+    def test_body_limit_applies(self):
+        cal = self.calendar()
+        r = self.do_import(cal, read("google.ics") + b" " * 4096, expect=413)
+        self.assertError(r, 413)
+        self.assertEqual(self.instances(cal), [])
+
+
 class TestAccessAndFeed(IcalTest):
     def test_other_users_calendar_is_404(self):
         cal = self.calendar()
