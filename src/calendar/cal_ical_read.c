@@ -298,7 +298,6 @@ static void read_alarms(const ical_comp *c, cal_event *e)
 
 typedef struct vevent {
     const ical_comp *c;
-    const char *uid;          /* heap, owned here until handed to ev */
     const ical_prop *rid;     /* RECURRENCE-ID, or NULL */
     cal_event ev;
     bool zero_length;

@@ -67,7 +67,8 @@ static void text_line(writer *w, const char *name, const char *v)
     for (; *v; v++) {
         if (*v == '\\' || *v == ';' || *v == ',') *p++ = '\\', *p++ = *v;
         else if (*v == '\n') *p++ = '\\', *p++ = 'n';
-        else if (*v != '\r') *p++ = *v;
+        else if ((unsigned char)*v >= 0x20 && *v != 0x7F) *p++ = *v;
+        else if (*v == '\t') *p++ = '\t'; /* other controls cannot appear in a TEXT value */
     }
     *p = '\0';
     linef(w, "%s:%s", name, esc);

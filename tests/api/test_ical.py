@@ -227,6 +227,17 @@ class TestProducers(IcalTest):
         self.assertIn("RECURRENCE-ID;TZID=Asia/Tokyo:20260603T090000", text)
         self.assertIn("SUMMARY:Renamed", text)
         self.assertIn("UID:" + ev.json["ical_uid"], text)
+        # Text survives the trip, but for control characters TEXT cannot hold.
+        odd = self.server.post("/v1/events", {"calendar_id": cal, "summary": "Tab\there; semi, comma \\ back\nline\u0001",
+                                              "start": {"date": "2026-07-01"}, "end": {"date": "2026-07-02"}},
+                               token=self.token)
+        self.assertEqual(odd.status, 201, odd)
+        again = self.calendar()
+        r = self.do_import(again, self.export(cal).body.encode())
+        self.assertEqual(r.json["imported"], 2, r)
+        expected = [(i[0], i[1].replace("\u0001", "")) + i[2:] for i in self.instances(cal)]
+        self.assertIn("Tab\there; semi, comma \\ back\nline", [i[1] for i in expected])
+        self.assertEqual(self.instances(again), expected)
 
 
 class TestReimport(IcalTest):
