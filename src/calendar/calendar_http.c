@@ -12,6 +12,7 @@
 #include "base/base.h"
 #include "calendar/calendar.h"
 #include "calendar/calendar_json.h"
+#include "calendar/ical_http.h"
 #include "http/json.h"
 #include "time/rfc3339.h"
 #include "time/rrule.h"
@@ -915,4 +916,5 @@ void calendar_http_register(http_server *s)
     http_route(s, HTTP_DELETE, "/v1/events/{id}/instances/{original_start}", handle_instance_delete, A);
     http_route(s, HTTP_POST, "/v1/events/{id}/rsvp", handle_rsvp, A);
     http_route(s, HTTP_POST, "/v1/freebusy", handle_freebusy, A);
+    ical_http_register(s);
 }
