@@ -415,6 +415,20 @@ class TestAccessAndFeed(IcalTest):
         self.assertTrue(feed.header("content-type").startswith("text/calendar"))
         self.assertIn("SUMMARY:Quarterly review", feed.body)
         self.assertEqual(feed.body.count("BEGIN:VEVENT"), 4)
+        self.assertIsNone(feed.header("content-disposition"))
+        # Subscribers polling an unchanged calendar get 304.
+        etag = feed.header("etag")
+        self.assertTrue(etag)
+        again = self.server.get(url, headers={"If-None-Match": etag})
+        self.assertEqual(again.status, 304, again)
+        self.assertEqual(again.body, "")
+        ev = self.server.post("/v1/events", {"calendar_id": cal, "summary": "New",
+                                             "start": {"date": "2026-09-01"}, "end": {"date": "2026-09-02"}},
+                              token=self.token)
+        self.assertEqual(ev.status, 201, ev)
+        changed = self.server.get(url, headers={"If-None-Match": etag})
+        self.assertEqual(changed.status, 200, changed)
+        self.assertIn("SUMMARY:New", changed.body)
         # Rotation: a new URL, the old one is dead.
         r2 = self.server.post("/v1/calendars/%s/feed" % cal, token=self.token)
         self.assertEqual(r2.status, 201, r2)
