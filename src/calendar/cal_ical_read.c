@@ -18,7 +18,7 @@
 #include "calendar/cal_ical.h"
 #include "time/rrule.h"
 
-#define ZONE_CACHE 16
+#define ZONE_CACHE 64
 
 typedef struct reader {
     tz_db *tz;
@@ -533,12 +533,15 @@ static int apply_override(reader *r, ical_series_in *s, vevent *v)
             s->ovs[i] = o;
             return 0;
         }
-    cal_override *grown = realloc(s->ovs, (s->novs + 1) * sizeof *grown);
-    if (!grown) {
-        cal_override_free(&o);
-        return fail(r, v->c->line, "out of memory");
+    cal_override *grown = s->ovs;
+    if ((s->novs & (s->novs - 1)) == 0) { /* 0, 1, 2, 4, ...: double */
+        grown = realloc(s->ovs, (s->novs ? 2 * s->novs : 1) * sizeof *grown);
+        if (!grown) {
+            cal_override_free(&o);
+            return fail(r, v->c->line, "out of memory");
+        }
+        s->ovs = grown;
     }
-    s->ovs = grown;
     size_t i = s->novs++;
     while (i > 0 && grown[i - 1].original_ms > original_ms) grown[i] = grown[i - 1], i--;
     grown[i] = o;
@@ -576,9 +579,12 @@ static int collect(reader *r, vevent **out, size_t *n)
 static ical_series_in *take_series(reader *r, vevent *v)
 {
     ical_import *im = r->out;
-    ical_series_in *grown = realloc(im->series, (im->nseries + 1) * sizeof *grown);
-    if (!grown) return NULL;
-    im->series = grown;
+    ical_series_in *grown = im->series;
+    if ((im->nseries & (im->nseries - 1)) == 0) { /* 0, 1, 2, 4, ...: double */
+        grown = realloc(im->series, (im->nseries ? 2 * im->nseries : 1) * sizeof *grown);
+        if (!grown) return NULL;
+        im->series = grown;
+    }
     ical_series_in *s = &grown[im->nseries++];
     memset(s, 0, sizeof *s);
     s->ev = v->ev;
