@@ -331,6 +331,7 @@ static int read_times(reader *r, vevent *v)
     cal_event *e = &v->ev;
     const ical_prop *ps = ical_prop_get(c, "DTSTART"), *pe = ical_prop_get(c, "DTEND"),
                     *pd = ical_prop_get(c, "DURATION");
+    if (!ps) ps = v->rid; /* an override may leave DTSTART out: the instance keeps its time */
     if (!ps) return fail(r, c->line, "VEVENT has no DTSTART");
     ical_time s, en;
     if (prop_time(r, ps, &s) != 0) return -1;
@@ -502,17 +503,25 @@ static int apply_override(reader *r, ical_series_in *s, vevent *v)
     o.description = differs(v->ev.description, m->description);
     o.location = differs(v->ev.location, m->location);
     if (strcmp(v->ev.status, m->status) != 0) snprintf(o.status, sizeof o.status, "%s", v->ev.status);
-    /* Times in the series' zone; moved when they differ from the original. */
+    /* Times in the series' zone; moved when they differ from the original.
+     * Without DTSTART the instance keeps its time; without DTEND or DURATION
+     * it keeps the series' length. */
     int64_t os = cal_series_utc_ms(&series, original_local), oe = cal_series_end_ms(&series, original_local);
+    bool has_start = ical_prop_get(v->c, "DTSTART") != NULL;
+    bool has_end = ical_prop_get(v->c, "DTEND") || ical_prop_get(v->c, "DURATION");
     civil_time sl = v->ev.start_local, el = v->ev.end_local;
-    int64_t ss, se;
-    if (m->all_day) {
-        ss = cal_series_utc_ms(&series, civil_to_seconds(&sl)) ;
+    int64_t ss = os, se = oe;
+    if (!has_start) {
+        civil_from_seconds(original_local, &sl);
+        civil_from_seconds(m->all_day ? original_local + m->duration_s : tz_utc_to_local(series.zone, oe / 1000), &el);
+    } else if (m->all_day) {
+        if (!has_end) civil_from_seconds(civil_to_seconds(&sl) + m->duration_s, &el);
+        ss = cal_series_utc_ms(&series, civil_to_seconds(&sl));
         se = cal_series_utc_ms(&series, civil_to_seconds(&el));
     } else {
         const tz_zone *vz = tz_db_get(r->tz, cal_event_zone_name(&v->ev));
         ss = tz_local_to_utc(vz, civil_to_seconds(&sl)) * 1000;
-        se = tz_local_to_utc(vz, civil_to_seconds(&el)) * 1000;
+        se = has_end ? tz_local_to_utc(vz, civil_to_seconds(&el)) * 1000 : ss + m->duration_s * 1000;
         civil_from_seconds(tz_utc_to_local(series.zone, ss / 1000), &sl);
         civil_from_seconds(tz_utc_to_local(series.zone, se / 1000), &el);
     }

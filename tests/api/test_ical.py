@@ -240,6 +240,23 @@ class TestProducers(IcalTest):
         self.assertEqual(self.instances(again), expected)
 
 
+    def test_sparse_overrides(self):
+        """Overrides that leave out DTSTART (keep the time) or DTEND (keep the length)."""
+        cal = self.calendar()
+        body = vcal(*vevent("s@test", "DTSTART;TZID=America/New_York:20260105T090000",
+                            "DTEND;TZID=America/New_York:20260105T100000", "RRULE:FREQ=DAILY;COUNT=3"),
+                    "BEGIN:VEVENT", "UID:s@test", "RECURRENCE-ID;TZID=America/New_York:20260106T090000",
+                    "SUMMARY:Renamed only", "END:VEVENT",
+                    "BEGIN:VEVENT", "UID:s@test", "RECURRENCE-ID:20260107T140000Z",
+                    "DTSTART;TZID=Europe/London:20260107T170000", "SUMMARY:Moved, no end", "END:VEVENT")
+        r = self.do_import(cal, body)
+        self.assertEqual((r.json["imported"], r.json["skipped"]), (1, []), r)
+        self.assertEqual([i[1:4] for i in self.instances(cal)],
+                         [("Event", "2026-01-05T09:00:00-05:00", "2026-01-05T10:00:00-05:00"),
+                          ("Renamed only", "2026-01-06T09:00:00-05:00", "2026-01-06T10:00:00-05:00"),
+                          ("Moved, no end", "2026-01-07T12:00:00-05:00", "2026-01-07T13:00:00-05:00")])
+
+
 class TestReimport(IcalTest):
     def test_reimport_updates_not_duplicates(self):
         cal = self.calendar()
