@@ -402,9 +402,11 @@ static int read_vevent(reader *r, vevent *v)
     cal_event *e = &v->ev;
     snprintf(e->calendar_zone, sizeof e->calendar_zone, "%s", r->calendar_zone);
     const ical_prop *uid = ical_prop_get(c, "UID");
-    if (uid && strlen(uid->value) > CAL_UID_MAX) return fail(r, uid->line, "UID: longer than %d bytes", CAL_UID_MAX);
     e->ical_uid = uid && uid->value[0] ? ical_text_unescape(uid->value) : made_up_uid(c);
     if (!e->ical_uid) return fail(r, c->line, "out of memory");
+    /* The stored (unescaped) length is what is bounded: it is what an export
+     * escapes again, perhaps longer than the file had it. */
+    if (strlen(e->ical_uid) > CAL_UID_MAX) return fail(r, uid->line, "UID: longer than %d bytes", CAL_UID_MAX);
     v->rid = ical_prop_get(c, "RECURRENCE-ID");
     if (read_times(r, v) != 0) return -1;
     e->summary = text_prop(c, "SUMMARY", CAL_SUMMARY_MAX);
