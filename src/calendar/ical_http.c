@@ -59,6 +59,21 @@ static bool own_calendar(ctx *c, cal_calendar *cal)
 
 /* ---- export ------------------------------------------------------------- */
 
+/* Does If-None-Match name this etag ("*" or a list of quoted tags)? */
+static bool etag_seen(http_req *r, const char *etag)
+{
+    http_str h;
+    if (!http_header(r, "if-none-match", &h)) return false;
+    size_t n = strlen(etag);
+    for (size_t i = 0; i < h.len; i++) {
+        if (h.ptr[i] == '*') return true;
+        if (h.len - i >= n && memcmp(h.ptr + i, etag, n) == 0) return true;
+    }
+    return false;
+}
+
+/* The whole file is built in memory: an export is bounded by what the
+ * calendar holds, and the ETag needs all of it anyway. */
 static void send_calendar(ctx *c, const cal_calendar *cal, bool attachment)
 {
     cal_listing l;
@@ -70,8 +85,16 @@ static void send_calendar(ctx *c, const cal_calendar *cal, bool attachment)
     char *text = ical_write(cal, l.events, l.nevents, l.overrides, l.noverrides, c->tz, base_now_ms(), &len);
     cal_listing_free(&l);
     if (!text) return http_send_error(c->r, 500, "internal", NULL, "out of memory writing the calendar");
-    if (attachment) http_add_header(c->r, "Content-Disposition", "attachment; filename=\"calendar.ics\"");
+    char hash[65], etag[68];
+    base_sha256_hex(text, len, hash);
+    snprintf(etag, sizeof etag, "\"%.32s\"", hash);
+    http_add_header(c->r, "ETag", etag);
     http_add_header(c->r, "Cache-Control", "no-cache");
+    if (etag_seen(c->r, etag)) {
+        free(text);
+        return http_send_empty(c->r, 304);
+    }
+    if (attachment) http_add_header(c->r, "Content-Disposition", "attachment; filename=\"calendar.ics\"");
     http_send_body(c->r, 200, "text/calendar; charset=utf-8", text, len);
     free(text);
 }
