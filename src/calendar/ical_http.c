@@ -279,5 +279,5 @@ void ical_http_register(http_server *s)
     http_route(s, HTTP_POST, "/v1/calendars/{id}/import", handle_import, A);
     http_route(s, HTTP_POST, "/v1/calendars/{id}/feed", handle_feed_create, A);
     http_route(s, HTTP_DELETE, "/v1/calendars/{id}/feed", handle_feed_delete, A);
-    http_route(s, HTTP_GET, "/v1/feeds/{token}", handle_feed_get, 0);
+    http_route(s, HTTP_GET, "/v1/feeds/{token}", handle_feed_get, HTTP_ROUTE_SECRET);
 }

@@ -5,6 +5,7 @@ updates instead of duplicating; malformed files are refused with the line and
 change nothing; the secret feed URL works without sign-in, rotates and is
 revocable; nobody reaches another user's calendar."""
 import os
+import time
 import urllib.parse
 
 from chime import ServerTest, main
@@ -433,6 +434,14 @@ class TestAccessAndFeed(IcalTest):
         self.assertIn("SUMMARY:Quarterly review", feed.body)
         self.assertEqual(feed.body.count("BEGIN:VEVENT"), 4)
         self.assertIsNone(feed.header("content-disposition"))
+        # The token is a key: the access log shows the route, not the path.
+        secret = url.split("/")[-1][:-4]
+        rid = feed.header("x-request-id")
+        deadline = time.time() + 5
+        while time.time() < deadline and ("id=" + rid) not in self.server.log():
+            time.sleep(0.05)
+        self.assertIn("GET /v1/feeds/{token} 200", self.server.log())
+        self.assertNotIn(secret, self.server.log())
         # Subscribers polling an unchanged calendar get 304.
         etag = feed.header("etag")
         self.assertTrue(etag)
