@@ -96,9 +96,18 @@ static int month_start(int64_t y, int m) /* 0-based day of year of month m's 1st
     return cum[m - 1] + (m > 2 && civil_is_leap(y));
 }
 
+/* Weekday (0 = Monday) of January 1 of year y >= 1 (Gauss), without the
+ * general day-number conversion. */
+static int jan1_weekday(int64_t y)
+{
+    if (y < 1) return civil_weekday(civil_days_from_ymd(y, 1, 1));
+    int64_t x = y - 1;
+    return (int)((1 + 5 * (x % 4) + 4 * (x % 100) + 6 * (x % 400) + 6) % 7); /* Sunday 6 */
+}
+
 static int year_kind(const rrule_plan *p, int64_t y)
 {
-    int wd = civil_weekday(civil_days_from_ymd(y, 1, 1));
+    int wd = jan1_weekday(y);
     if (p->r.has & RRULE_HAS_BYWEEKNO)
         return wd * 8 + civil_is_leap(y - 1) * 4 + civil_is_leap(y) * 2 + civil_is_leap(y + 1);
     return wd * 8 + civil_is_leap(y) * 2;
@@ -152,9 +161,23 @@ static void mark_ordinals(const rrule *r, int wd1, int a, int b, rrule_bits *out
 static void mask_byday(const rrule *r, int64_t y, int wd1, int ylen, rrule_bits *out)
 {
     memset(out, 0, sizeof *out);
-    for (int w = 0; w < 7; w++)
-        if (r->byday_plain >> w & 1)
-            for (int i = (w - wd1 + 7) % 7; i < ylen; i += 7) bits_set1(out, i);
+    if (r->byday_plain) {
+        /* Word k starts on weekday wd1 + 64k = wd1 + k (mod 7): build its
+         * 7-day pattern and repeat it across the word. */
+        for (int k = 0; k < 6; k++) {
+            uint64_t v = 0;
+            for (int j = 0; j < 7; j++) v |= (uint64_t)(r->byday_plain >> ((wd1 + k + j) % 7) & 1) << j;
+            v |= v << 7;
+            v |= v << 14;
+            v |= v << 28;
+            v |= v << 56;
+            out->w[k] = v;
+        }
+        if (ylen < 384) { /* clear past the year's end */
+            out->w[ylen >> 6] &= ~(~0ull << (ylen & 63));
+            for (int k = (ylen >> 6) + 1; k < 6; k++) out->w[k] = 0;
+        }
+    }
     bool ordinals = false;
     for (int w = 0; w < 7; w++) ordinals |= (r->byday_pos[w] | r->byday_neg[w]) != 0;
     if (!ordinals) return;
