@@ -5,8 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <string.h>
+#include <unistd.h>
+
 #include "base/base.h"
 #include "calendar/calendar_http.h"
+#include "jobs/jobs_http.h"
 #include "users/users_http.h"
 
 static void *app_thread_init(void *p, int index)
@@ -71,5 +75,84 @@ http_server *app_http_new(app *a)
     http_gauge(s, "chime_users_registered", "Registered user accounts.", gauge_users);
     users_http_register(s);
     calendar_http_register(s);
+    jobs_http_register(s);
     return s;
+}
+
+/* host-pid-random: readable in logs, unique among live processes. */
+static void make_node_id(char *buf, size_t size)
+{
+    char host[32] = "node";
+    unsigned char raw[3];
+    char hex[7];
+    gethostname(host, sizeof host);
+    host[sizeof host - 1] = '\0';
+    base_random(raw, sizeof raw);
+    base_hex(raw, sizeof raw, hex);
+    snprintf(buf, size, "%s-%ld-%s", host, (long)getpid(), hex);
+}
+
+static int register_jobs(app *a)
+{
+    char err[256];
+    a->cleanup.signin_window_ms = a->cfg.signin_window * 1000;
+    jobs_def cleanup = {.name = "cleanup", .schedule = "0 */10 * * * *", .time_zone = "UTC",
+                        .handler = jobs_cleanup_handler, .arg = &a->cleanup, .enabled = true,
+                        .misfire = JOBS_MISFIRE_RUN_ONCE, .max_run_ms = 5 * 60000};
+    if (jobs_register(a->jobs, &cleanup, err, sizeof err) != 0) goto fail;
+    if (a->cfg.test_tick_job >= 0) {
+        /* Late by under a minute: every missed tick is run in turn. */
+        jobs_def tick = {.name = "tick", .schedule = "* * * * * *", .time_zone = "UTC",
+                         .handler = jobs_tick_handler, .arg = &a->cfg.test_tick_job, .enabled = true,
+                         .misfire = JOBS_MISFIRE_SKIP, .misfire_after_ms = 60000};
+        if (jobs_register(a->jobs, &tick, err, sizeof err) != 0) goto fail;
+    }
+    /* Spread over the seconds of the period, as many users' jobs would be. */
+    for (int64_t i = 0; i < a->cfg.bench_jobs; i++) {
+        char name[32], sched[64];
+        snprintf(name, sizeof name, "bench-%05lld", (long long)i);
+        snprintf(sched, sizeof sched, "%lld/%lld * * * * *", (long long)(i % a->cfg.bench_every),
+                 (long long)a->cfg.bench_every);
+        jobs_def b = {.name = name, .schedule = sched, .handler = jobs_noop_handler, .enabled = true,
+                      .misfire = JOBS_MISFIRE_SKIP};
+        if (jobs_register(a->jobs, &b, err, sizeof err) != 0) goto fail;
+    }
+    return 0;
+fail:
+    log_error("jobs: %s", err);
+    return -1;
+}
+
+int app_jobs_start(app *a)
+{
+    if (a->cfg.node_id[0]) snprintf(a->node_id, sizeof a->node_id, "%s", a->cfg.node_id);
+    else make_node_id(a->node_id, sizeof a->node_id);
+    a->jobs = jobs_registry_new(a->tz);
+    if (!a->jobs || register_jobs(a) != 0) {
+        app_jobs_stop(a);
+        return -1;
+    }
+    /* The address other nodes and admins see: the bound port, not 0. */
+    char address[300];
+    const char *colon = strrchr(a->cfg.listen, ':');
+    int hostlen = colon ? (int)(colon - a->cfg.listen) : (int)strlen(a->cfg.listen);
+    snprintf(address, sizeof address, "%.*s:%d", hostlen, a->cfg.listen, http_server_port(a->http));
+    jobs_scheduler_opts o = {.db_url = a->cfg.db, .node_id = a->node_id, .address = address,
+                             .heartbeat_ms = a->cfg.lease_heartbeat, .ttl_ms = a->cfg.lease_ttl,
+                             .runners = 2};
+    a->scheduler = jobs_scheduler_new(a->jobs, &o);
+    if (!a->scheduler || jobs_scheduler_start(a->scheduler) != 0) {
+        log_error("jobs: cannot start the scheduler");
+        app_jobs_stop(a);
+        return -1;
+    }
+    return 0;
+}
+
+void app_jobs_stop(app *a)
+{
+    jobs_scheduler_free(a->scheduler); /* stops it first */
+    a->scheduler = NULL;
+    jobs_registry_free(a->jobs);
+    a->jobs = NULL;
 }

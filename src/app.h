@@ -6,6 +6,8 @@
 
 #include "config.h"
 #include "http/server.h"
+#include "jobs/builtin.h"
+#include "jobs/jobs.h"
 #include "store/store.h"
 #include "time/tz.h"
 #include "users/users.h"
@@ -17,6 +19,11 @@ typedef struct app {
     /* A hash of a random password: sign-ins for unknown emails verify
      * against it so they take as long as real ones. */
     char dummy_hash[USERS_HASH_MAX];
+    /* The job scheduler and what it borrows; app_jobs_start makes them. */
+    char node_id[64];
+    jobs_registry *jobs;
+    jobs_scheduler *scheduler;
+    jobs_cleanup_opts cleanup;
 } app;
 
 typedef struct app_thread {
@@ -27,5 +34,13 @@ typedef struct app_thread {
 
 /* Builds the server with every route, ready for http_server_start. */
 http_server *app_http_new(app *a);
+
+/* Registers the jobs and starts the scheduler on its own threads; call
+ * after the HTTP server has started (the node's address includes its
+ * port). Returns 0 or -1 (logged). */
+int app_jobs_start(app *a);
+/* Stops the scheduler, releasing every lease this node holds, and frees
+ * what app_jobs_start made. Safe to call when it was not started. */
+void app_jobs_stop(app *a);
 
 #endif

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { OPT_STR, OPT_INT, OPT_SIZE } opt_type;
+typedef enum { OPT_STR, OPT_INT, OPT_SIZE, OPT_MS } opt_type; /* OPT_MS: seconds, stored as ms */
 
 typedef struct opt_def {
     const char *name; /* flag without "--", file key; env is CHIME_ + upper */
@@ -43,6 +43,17 @@ static const opt_def opts[] = {
     NUM("password-ops", password_ops, OPT_INT, 1, 10, "argon2id passes (default 2)"),
     NUM("password-mem", password_mem, OPT_INT, 8, 4 * 1024 * 1024, "argon2id memory in KiB (default 65536)"),
     NUM("workers", workers, OPT_INT, 1, 256, "background worker threads (default 2)"),
+    NUM("lease-heartbeat", lease_heartbeat, OPT_MS, 10, 3600000,
+        "seconds between job lease renewals, fractions or an ms suffix allowed (default 5)"),
+    NUM("lease-ttl", lease_ttl, OPT_MS, 30, 36000000,
+        "seconds a job lease lasts unless renewed; more than the heartbeat (default 15)"),
+    {"node-id", OPT_STR, offsetof(chime_config, node_id), sizeof(((chime_config *)0)->node_id), 0, 0,
+     "this node's id among the nodes sharing the database (default: made up at start)"},
+    NUM("test-tick-job", test_tick_job, OPT_INT, -1, 60000,
+        "for tests: run the per-second 'tick' job with N ms of pretend work (default -1: off)"),
+    NUM("bench-jobs", bench_jobs, OPT_INT, 0, 100000, "for bench/jobs: register N no-op jobs (default 0)"),
+    NUM("bench-every", bench_every, OPT_INT, 1, 60,
+        "for bench/jobs: seconds between runs of each, a divisor of 60 (default 60)"),
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -61,6 +72,29 @@ void config_defaults(chime_config *c)
     c->password_ops = 2;
     c->password_mem = 65536;
     c->workers = 2;
+    c->lease_heartbeat = 5000;
+    c->lease_ttl = 15000;
+    c->test_tick_job = -1;
+    c->bench_every = 60;
+}
+
+/* "2", "0.5", "1.25" seconds or "500ms", to whole milliseconds. */
+static int parse_ms(const char *value, long long *out)
+{
+    char *end;
+    errno = 0;
+    size_t n = strlen(value);
+    if (n > 2 && strcmp(value + n - 2, "ms") == 0) {
+        long long v = strtoll(value, &end, 10);
+        if (end != value + n - 2 || errno == ERANGE || !isdigit((unsigned char)*value)) return -1;
+        *out = v;
+        return 0;
+    }
+    if (!isdigit((unsigned char)*value)) return -1;
+    double d = strtod(value, &end);
+    if (*end != '\0' || errno == ERANGE || d > 1e12) return -1;
+    *out = (long long)(d * 1000.0 + 0.5);
+    return 0;
 }
 
 static const opt_def *opt_find(const char *name, size_t len)
@@ -83,7 +117,18 @@ static int opt_set(chime_config *c, const opt_def *o, const char *value, const c
     }
     char *end;
     errno = 0;
-    long long v = strtoll(value, &end, 10);
+    long long v = 0;
+    if (o->type == OPT_MS) {
+        if (parse_ms(value, &v) != 0 || v < o->min || v > o->max) {
+            fprintf(stderr, "chime: %s: %s must be seconds (\"2\", \"0.5\") or milliseconds (\"500ms\")"
+                            " from %lldms to %llds, not '%s'\n", source, o->name, (long long)o->min,
+                    (long long)o->max / 1000, value);
+            return -1;
+        }
+        *(int64_t *)field = v;
+        return 0;
+    }
+    v = strtoll(value, &end, 10);
     if (o->type == OPT_SIZE && end != value) {
         int k = tolower((unsigned char)*end);
         if (k == 'k' || k == 'm' || k == 'g') {
@@ -168,7 +213,7 @@ void config_print_help(const char *verb)
     printf("  --%-18s %s\n", "config FILE", "read settings from FILE (flags and environment win)");
     for (size_t i = 0; i < NOPTS; i++) {
         char flag[64];
-        snprintf(flag, sizeof flag, "%s %s", opts[i].name, opts[i].type == OPT_STR ? "TEXT" : "N");
+        snprintf(flag, sizeof flag, "%s %s", opts[i].name, opts[i].type == OPT_STR ? "TEXT" : opts[i].type == OPT_MS ? "SECONDS" : "N");
         printf("  --%-18s %s\n", flag, opts[i].help);
     }
     printf("  --%-18s %s\n", "help", "print this help");
@@ -221,6 +266,13 @@ int config_load(chime_config *c, const char *verb, int argc, char **argv)
             return -1;
         }
         if (opt_set(c, o, value, "command line") != 0) return -1;
+    }
+    /* A lease that expires before its next renewal would change hands
+     * between every two heartbeats. */
+    if (c->lease_ttl <= c->lease_heartbeat) {
+        fprintf(stderr, "chime: lease-ttl (%lldms) must be longer than lease-heartbeat (%lldms)\n",
+                (long long)c->lease_ttl, (long long)c->lease_heartbeat);
+        return -1;
     }
     return 0;
 }

@@ -23,6 +23,12 @@ typedef struct chime_config {
     int64_t password_ops;   /* argon2id passes */
     int64_t password_mem;   /* argon2id memory, KiB */
     int64_t workers;        /* background worker threads */
+    int64_t lease_heartbeat;/* ms between lease renewals */
+    int64_t lease_ttl;      /* ms a lease lasts unless renewed */
+    char node_id[64];       /* "" = made up at start */
+    int64_t test_tick_job;  /* -1 off; else ms of pretend work per tick */
+    int64_t bench_jobs;     /* bench/jobs: this many no-op jobs ... */
+    int64_t bench_every;    /* ... each firing every this many seconds */
 } chime_config;
 
 void config_defaults(chime_config *c);

@@ -120,10 +120,19 @@ static int cmd_serve(int argc, char **argv)
         free(a);
         return 1;
     }
+    if (app_jobs_start(a) != 0) {
+        http_server_stop(a->http);
+        http_server_free(a->http);
+        tz_db_free(a->tz);
+        free(a);
+        return 1;
+    }
     log_info("chime %s serving, database %s", CHIME_VERSION, a->cfg.db);
     int sig = 0;
     sigwait(&set, &sig);
     log_info("received %s: finishing in-flight requests", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    /* First hand the leases over, so other nodes take the jobs at once. */
+    app_jobs_stop(a);
     http_server_stop(a->http);
     http_server_free(a->http);
     tz_db_free(a->tz);

@@ -12,6 +12,7 @@
 #include "base/base.h"
 #include "calendar/calendar.h"
 #include "calendar/calendar_json.h"
+#include "calendar/ical_http.h"
 #include "http/json.h"
 #include "time/rfc3339.h"
 #include "time/rrule.h"
@@ -47,12 +48,22 @@ static bool param_id(ctx *c, int i, int64_t *id, const char *what)
     return false;
 }
 
+static void send_writer(ctx *c, int status, jsonw *w)
+{
+    if (jw_failed(w)) http_send_error(c->r, 503, "unavailable", NULL, "out of memory");
+    else http_send_body(c->r, status, "application/json", w->buf, w->len);
+    jw_free(w);
+}
+
 static void send_event(ctx *c, int status, const cal_event *e)
 {
     char etag[32];
+    jsonw w;
     snprintf(etag, sizeof etag, "\"%s\"", e->etag);
     http_add_header(c->r, "ETag", etag);
-    http_send_json(c->r, status, cal_json_event(e, c->tz, c->me));
+    jw_init(&w, 2048);
+    cal_write_event(&w, e, c->tz, c->me);
+    send_writer(c, status, &w);
 }
 
 /* ---- calendars ---------------------------------------------------------- */
@@ -383,18 +394,24 @@ static void send_listing(ctx *c, const cal_query *q)
         cal_listing_free(&l);
         return db_error(c);
     }
-    json_t *items = json_array();
-    for (size_t i = 0; i < l.nitems; i++) json_array_append_new(items, cal_json_item(&l.items[i], c->tz, c->me));
-    json_t *out = json_pack("{s:o}", "items", items);
+    jsonw w;
+    jw_init(&w, 1024 + l.nitems * 900);
+    jw_obj(&w);
+    jw_key(&w, "items");
+    jw_arr(&w);
+    for (size_t i = 0; i < l.nitems; i++) cal_write_item(&w, &l.items[i], c->tz, c->me);
+    jw_arr_end(&w);
+    jw_key(&w, "next_page_token");
     if (l.more && l.nitems > 0) {
         char tok[128];
         cursor_encode(&l.items[l.nitems - 1], tok, sizeof tok);
-        json_object_set_new(out, "next_page_token", json_string(tok));
+        jw_str(&w, tok);
     } else {
-        json_object_set_new(out, "next_page_token", json_null());
+        jw_null(&w);
     }
+    jw_obj_end(&w);
     cal_listing_free(&l);
-    http_send_json(c->r, 200, out);
+    send_writer(c, 200, &w);
 }
 
 static void handle_events_list(http_req *r)
@@ -457,7 +474,10 @@ static void send_instance(ctx *c, instance *in, const cal_override *o)
                    .original_local = in->original_local};
     it.start_ms = o && o->moved ? o->start_ms : cal_series_utc_ms(&in->series, in->original_local);
     it.end_ms = o && o->moved ? o->end_ms : cal_series_end_ms(&in->series, in->original_local);
-    http_send_json(c->r, 200, cal_json_item(&it, c->tz, c->me));
+    jsonw w;
+    jw_init(&w, 2048);
+    cal_write_item(&w, &it, c->tz, c->me);
+    send_writer(c, 200, &w);
 }
 
 /* Fills a one-instance override from a PATCH body. */
@@ -896,4 +916,5 @@ void calendar_http_register(http_server *s)
     http_route(s, HTTP_DELETE, "/v1/events/{id}/instances/{original_start}", handle_instance_delete, A);
     http_route(s, HTTP_POST, "/v1/events/{id}/rsvp", handle_rsvp, A);
     http_route(s, HTTP_POST, "/v1/freebusy", handle_freebusy, A);
+    ical_http_register(s);
 }

@@ -689,6 +689,22 @@ static int open_access_log(http_server *s)
     return 0;
 }
 
+/* SO_REUSEPORT lets every loop have its own listener, but it would also let
+ * a second chime process (same user) share the port silently and split the
+ * traffic between two databases. A probe bound without it fails if anyone
+ * holds the port. */
+static int probe_port_free(http_server *s)
+{
+    int fd = socket(s->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), on = 1;
+    if (fd < 0) return -1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    int rc = bind(fd, (struct sockaddr *)&s->addr, s->addrlen);
+    int err = errno;
+    close(fd);
+    errno = err;
+    return rc;
+}
+
 int http_server_start(http_server *s)
 {
     if (http_route(s, HTTP_GET, "/metrics", handle_metrics, 0) != 0) return -1;
@@ -697,6 +713,10 @@ int http_server_start(http_server *s)
     s->threads = calloc((size_t)s->nthreads, sizeof *s->threads);
     s->pool = workers_new(s->opts.workers > 0 ? s->opts.workers : 1);
     if (!s->threads || !s->pool) return -1;
+    if (probe_port_free(s) != 0) {
+        log_error("listen on %s: %s", s->opts.listen, strerror(errno));
+        return -1;
+    }
     for (int i = 0; i < s->nthreads; i++) {
         int fd = open_listener(s);
         if (fd < 0) {

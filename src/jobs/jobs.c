@@ -1,0 +1,168 @@
+/* jobs.c -- the job registry, the next-run and misfire rules, and the
+ * admin request for an immediate run. The threads are in scheduler.c. */
+#include "jobs/jobs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct jobs_registry {
+    tz_db *tz;
+    jobs_job *jobs;
+    size_t n, cap;
+};
+
+jobs_registry *jobs_registry_new(tz_db *tz)
+{
+    jobs_registry *r = calloc(1, sizeof *r);
+    if (r) r->tz = tz;
+    return r;
+}
+
+void jobs_registry_free(jobs_registry *r)
+{
+    if (!r) return;
+    free(r->jobs);
+    free(r);
+}
+
+size_t jobs_registry_count(const jobs_registry *r)
+{
+    return r->n;
+}
+
+const jobs_job *jobs_registry_at(const jobs_registry *r, size_t i)
+{
+    return i < r->n ? &r->jobs[i] : NULL;
+}
+
+const jobs_job *jobs_registry_find(const jobs_registry *r, const char *name)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->jobs[i].name, name) == 0) return &r->jobs[i];
+    return NULL;
+}
+
+static bool name_valid(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > JOBS_NAME_MAX) return false;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || strchr("_.-", *s))) return false;
+    return true;
+}
+
+int jobs_register(jobs_registry *r, const jobs_def *def, char *err, size_t errlen)
+{
+    jobs_job j;
+    memset(&j, 0, sizeof j);
+    if (!def->name || !name_valid(def->name)) {
+        snprintf(err, errlen, "name: 1 to %d of a-z 0-9 _ . -", JOBS_NAME_MAX);
+        return -1;
+    }
+    if (jobs_registry_find(r, def->name)) {
+        snprintf(err, errlen, "name: '%s' is already registered", def->name);
+        return -1;
+    }
+    if (!def->handler) {
+        snprintf(err, errlen, "handler: missing");
+        return -1;
+    }
+    char cerr[200];
+    if (!def->schedule || cron_parse(def->schedule, &j.cron, cerr, sizeof cerr) != 0) {
+        snprintf(err, errlen, "schedule: %s", def->schedule ? cerr : "missing");
+        return -1;
+    }
+    const char *zone = def->time_zone && *def->time_zone ? def->time_zone : "UTC";
+    if (strlen(zone) >= sizeof j.time_zone || !(j.zone = tz_db_get(r->tz, zone))) {
+        snprintf(err, errlen, "time_zone: unknown zone '%.60s'", zone);
+        return -1;
+    }
+    snprintf(j.name, sizeof j.name, "%s", def->name);
+    snprintf(j.schedule, sizeof j.schedule, "%s", def->schedule);
+    snprintf(j.time_zone, sizeof j.time_zone, "%s", zone);
+    j.handler = def->handler;
+    j.arg = def->arg;
+    j.enabled = def->enabled;
+    j.misfire = def->misfire;
+    j.misfire_after_ms = def->misfire_after_ms > 0 ? def->misfire_after_ms : 60000;
+    j.max_run_ms = def->max_run_ms > 0 ? def->max_run_ms : 0;
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? r->cap * 2 : 8;
+        jobs_job *nj = realloc(r->jobs, cap * sizeof *nj);
+        if (!nj) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        r->jobs = nj;
+        r->cap = cap;
+    }
+    r->jobs[r->n++] = j;
+    return 0;
+}
+
+/* ---- next-run logic ------------------------------------------------------- */
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    return a / b - (a % b != 0 && (a < 0) != (b < 0));
+}
+
+int64_t jobs_fire_after(const jobs_job *j, int64_t t_ms)
+{
+    int64_t s = cron_next(&j->cron, j->zone, floor_div(t_ms, 1000));
+    return s < 0 ? -1 : s * 1000;
+}
+
+void jobs_plan_next(const jobs_job *j, int64_t next_run_ms, int64_t now_ms, jobs_plan *p)
+{
+    memset(p, 0, sizeof *p);
+    p->action = JOBS_WAIT;
+    if (next_run_ms < 0 || next_run_ms > now_ms) return;
+    p->scheduled_ms = next_run_ms;
+    if (now_ms - next_run_ms <= j->misfire_after_ms) {
+        p->action = JOBS_RUN;
+        p->missed = 1;
+        p->next_ms = jobs_fire_after(j, next_run_ms);
+        return;
+    }
+    /* Count what was missed, boundedly: a per-second job down for a year
+     * must not cost a year of cron_next calls. */
+    int64_t t = next_run_ms;
+    while (t >= 0 && t <= now_ms && p->missed < JOBS_MISSED_MAX) {
+        p->missed++;
+        t = jobs_fire_after(j, t);
+    }
+    p->missed_more = t >= 0 && t <= now_ms;
+    p->misfired = true;
+    p->next_ms = jobs_fire_after(j, now_ms);
+    p->action = j->misfire == JOBS_MISFIRE_SKIP ? JOBS_SKIP : JOBS_RUN;
+}
+
+/* ---- admin ---------------------------------------------------------------- */
+
+int jobs_request_run(store *db, const char *name, int64_t *requested_ms)
+{
+    int64_t now;
+    int rc = store_now_ms(db, &now);
+    if (rc < 0) return rc;
+    /* A request already pending stays as it is: one run answers both. */
+    store_stmt *st = store_prepare(db, "UPDATE jobs SET run_requested_ms = COALESCE(run_requested_ms, $2)"
+                                       " WHERE name = $1 RETURNING run_requested_ms");
+    store_bind_str(st, 1, name);
+    store_bind_int64(st, 2, now);
+    rc = store_step(st);
+    bool found = rc == STORE_ROW;
+    if (found) {
+        if (requested_ms) *requested_ms = store_col_int64(st, 0);
+        rc = store_step(st);
+    }
+    store_reset(st);
+    if (rc < 0) return rc;
+    return found ? JOBS_OK : JOBS_NOT_FOUND;
+}
+
+void jobs_lease_name(const char *job, char *buf, size_t size)
+{
+    snprintf(buf, size, "job:%s", job);
+}

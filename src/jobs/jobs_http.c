@@ -1,0 +1,178 @@
+/* jobs_http.c -- the HTTP face of the scheduler. Everything is read from
+ * the database, so any node answers for the whole cluster. */
+#include "jobs/jobs_http.h"
+
+#include <string.h>
+#include <strings.h>
+
+#include "app.h"
+#include "base/base.h"
+#include "jobs/jobs.h"
+#include "jobs/nodes.h"
+
+static void send_store_error(http_req *r, store *db)
+{
+    log_error("request %s: database: %s", r->request_id, store_errmsg(db));
+    http_send_error(r, 503, "unavailable", NULL, "the database did not answer; try again");
+}
+
+/* Answers 403/503 and returns false unless the user is an admin. */
+static bool require_admin(http_req *r)
+{
+    app_thread *t = r->thread;
+    user u;
+    int rc = users_get(t->db, r->user_id, &u);
+    if (rc == USERS_ERROR) {
+        send_store_error(r, t->db);
+        return false;
+    }
+    const char *admin = t->app->cfg.admin_email;
+    if (rc == USERS_OK && (u.is_admin || (admin[0] && strcasecmp(admin, u.email) == 0))) return true;
+    http_send_error(r, 403, "forbidden", NULL, "this needs an admin");
+    return false;
+}
+
+/* RFC 3339 text, or JSON null for a missing time. */
+static json_t *time_json(int64_t ms, bool present)
+{
+    if (!present) return json_null();
+    char buf[32];
+    base_format_rfc3339_ms(ms, buf, sizeof buf);
+    return json_string(buf);
+}
+
+static json_t *opt_str(store_stmt *st, int col)
+{
+    return store_col_is_null(st, col) ? json_null() : json_string(store_col_text(st, col));
+}
+
+static void add_node(const node_info *n, void *arg)
+{
+    json_array_append_new(arg, json_pack("{s:s,s:s,s:o,s:o}", "id", n->id, "address", n->address, "started",
+                                         time_json(n->started_ms, true), "last_heartbeat",
+                                         time_json(n->heartbeat_ms, true)));
+}
+
+static void handle_nodes(http_req *r)
+{
+    if (!require_admin(r)) return;
+    app_thread *t = r->thread;
+    json_t *items = json_array();
+    if (nodes_list(t->db, t->app->cfg.lease_ttl, add_node, items) < 0) {
+        json_decref(items);
+        send_store_error(r, t->db);
+        return;
+    }
+    http_send_json(r, 200, json_pack("{s:o}", "items", items));
+}
+
+static void handle_leases(http_req *r)
+{
+    if (!require_admin(r)) return;
+    app_thread *t = r->thread;
+    int64_t now;
+    if (store_now_ms(t->db, &now) < 0) {
+        send_store_error(r, t->db);
+        return;
+    }
+    store_stmt *st = store_prepare(t->db, "SELECT name, owner, epoch, expires_ms FROM leases ORDER BY name");
+    json_t *items = json_array();
+    int rc;
+    while ((rc = store_step(st)) == STORE_ROW) {
+        /* An expired lease has no owner, whatever the row still says. */
+        bool held = !store_col_is_null(st, 1) && store_col_int64(st, 3) > now;
+        json_array_append_new(items, json_pack("{s:s,s:o,s:I,s:o}", "name", store_col_text(st, 0), "owner",
+                                               held ? json_string(store_col_text(st, 1)) : json_null(), "epoch",
+                                               (json_int_t)store_col_int64(st, 2), "expires",
+                                               time_json(store_col_int64(st, 3), held)));
+    }
+    store_reset(st);
+    if (rc != STORE_DONE) {
+        json_decref(items);
+        send_store_error(r, t->db);
+        return;
+    }
+    http_send_json(r, 200, json_pack("{s:o}", "items", items));
+}
+
+/* The newest run of a job as JSON, or null. */
+static int last_run(store *db, const char *job, json_t **out)
+{
+    store_stmt *st = store_prepare(db, "SELECT started_ms, finished_ms, node, epoch, outcome, error FROM job_runs"
+                                       " WHERE job = $1 ORDER BY started_ms DESC, finished_ms DESC LIMIT 1");
+    store_bind_str(st, 1, job);
+    int rc = store_step(st);
+    *out = rc != STORE_ROW ? json_null()
+                           : json_pack("{s:o,s:o,s:s,s:I,s:s,s:o}", "started", time_json(store_col_int64(st, 0), true),
+                                       "finished", time_json(store_col_int64(st, 1), true), "node",
+                                       store_col_text(st, 2), "epoch", (json_int_t)store_col_int64(st, 3),
+                                       "outcome", store_col_text(st, 4), "error", opt_str(st, 5));
+    store_reset(st);
+    return rc == STORE_ROW || rc == STORE_DONE ? STORE_OK : rc;
+}
+
+static void handle_jobs(http_req *r)
+{
+    if (!require_admin(r)) return;
+    app_thread *t = r->thread;
+    int64_t now;
+    if (store_now_ms(t->db, &now) < 0) {
+        send_store_error(r, t->db);
+        return;
+    }
+    store_stmt *st = store_prepare(
+        t->db, "SELECT j.name, j.schedule, j.time_zone, j.next_run_ms, j.enabled, l.owner, l.expires_ms,"
+               " j.run_requested_ms FROM jobs j LEFT JOIN leases l ON l.name = 'job:' || j.name ORDER BY j.name");
+    json_t *items = json_array();
+    int rc;
+    while ((rc = store_step(st)) == STORE_ROW) {
+        bool owned = !store_col_is_null(st, 5) && store_col_int64(st, 6) > now;
+        bool has_next = !store_col_is_null(st, 3) && store_col_int64(st, 3) >= 0 && store_col_int64(st, 4);
+        json_array_append_new(
+            items, json_pack("{s:s,s:s,s:s,s:b,s:o,s:o,s:o}", "name", store_col_text(st, 0), "schedule",
+                             store_col_text(st, 1), "time_zone", store_col_text(st, 2), "enabled",
+                             (int)store_col_int64(st, 4), "next_run", time_json(store_col_int64(st, 3), has_next),
+                             "owner", owned ? json_string(store_col_text(st, 5)) : json_null(), "run_requested",
+                             time_json(store_col_int64(st, 7), !store_col_is_null(st, 7))));
+    }
+    store_reset(st);
+    /* last_run needs the connection's one statement per text, so a second
+     * pass rather than a nested query. */
+    for (size_t i = 0; rc == STORE_DONE && i < json_array_size(items); i++) {
+        json_t *it = json_array_get(items, i), *lr;
+        if (last_run(t->db, json_string_value(json_object_get(it, "name")), &lr) < 0) rc = STORE_ERROR;
+        else json_object_set_new(it, "last_run", lr);
+    }
+    if (rc != STORE_DONE) {
+        json_decref(items);
+        send_store_error(r, t->db);
+        return;
+    }
+    http_send_json(r, 200, json_pack("{s:o}", "items", items));
+}
+
+static void handle_run(http_req *r)
+{
+    if (!require_admin(r)) return;
+    app_thread *t = r->thread;
+    char name[JOBS_NAME_MAX + 1];
+    if (r->params[0].len == 0 || r->params[0].len > JOBS_NAME_MAX) {
+        http_send_error(r, 404, "not_found", "name", "no such job");
+        return;
+    }
+    memcpy(name, r->params[0].ptr, r->params[0].len);
+    name[r->params[0].len] = '\0';
+    int64_t requested = 0;
+    int rc = jobs_request_run(t->db, name, &requested);
+    if (rc < 0) send_store_error(r, t->db);
+    else if (rc == JOBS_NOT_FOUND) http_send_error(r, 404, "not_found", "name", "no such job");
+    else http_send_json(r, 202, json_pack("{s:s,s:o}", "name", name, "requested", time_json(requested, true)));
+}
+
+void jobs_http_register(http_server *s)
+{
+    http_route(s, HTTP_GET, "/v1/admin/nodes", handle_nodes, HTTP_ROUTE_AUTH);
+    http_route(s, HTTP_GET, "/v1/admin/leases", handle_leases, HTTP_ROUTE_AUTH);
+    http_route(s, HTTP_GET, "/v1/admin/jobs", handle_jobs, HTTP_ROUTE_AUTH);
+    http_route(s, HTTP_POST, "/v1/admin/jobs/{name}/run", handle_run, HTTP_ROUTE_AUTH);
+}

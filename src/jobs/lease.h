@@ -1,0 +1,113 @@
+/* lease.h -- named leases in the database, with epochs and fencing.
+ *
+ * A lease is one row of `leases`: name, owner (a node id, NULL when free),
+ * epoch, expires_ms. Every time in these calls is the database's clock,
+ * read inside the very statement that decides (never a node's clock), so
+ * clock skew between nodes cannot give a lease two owners.
+ *
+ *   acquire  compare-and-set: succeeds only when the lease is free or
+ *            expired; sets owner and expiry and bumps the epoch.
+ *   renew    succeeds only while the caller still owns it at the epoch it
+ *            knows and it has not expired; bumps the epoch again.
+ *   release  frees it (owner NULL) if still owned at that epoch. The epoch
+ *            is kept, so epochs of one lease only ever grow.
+ *   fence    inside a transaction: locks the lease row (SELECT ... FOR
+ *            UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE already holds
+ *            the database's write lock) and checks owner, epoch and expiry.
+ *            Writes made in the same transaction after a successful fence
+ *            commit only if the lease was still ours at that epoch: a
+ *            takeover needs the row lock, so it cannot slip in between the
+ *            check and the write.
+ *
+ * Renewals and long work. Every renewal bumps the epoch, so a unit of work
+ * that began at epoch 7 may, three heartbeats later, be running while the
+ * lease is at epoch 10 -- still ours. We do NOT fence that work with the
+ * epoch it started under (that would reject every long run of a healthy
+ * owner). A lease_hold is one tenure: from one acquire until the lease is
+ * released or lost. A fenced write carries the hold's *current* epoch, read
+ * under the hold's mutex, which a renewal also holds while it updates the
+ * database and the hold together; so the epoch a write carries is the one
+ * in the database unless the lease moved on. A unit of work remembers the
+ * tenure it started in; once the hold is lost (renewal refused, too many
+ * failed renewals, or released) that tenure is over for good and its
+ * writes are refused locally, and in the database too, because whoever
+ * took the lease over bumped the epoch. A later re-acquire by the same
+ * node starts a new tenure, so a stale run from the old one stays fenced.
+ * Keep fenced transactions short: a renewal waits for them.
+ */
+#ifndef CHIME_JOBS_LEASE_H
+#define CHIME_JOBS_LEASE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+#define LEASE_NAME_MAX 200
+#define LEASE_OWNER_MAX 64
+
+/* Results; errors below 0 are the store's (STORE_BUSY, STORE_CONN, ...). */
+enum {
+    LEASE_OK = 0,
+    LEASE_TAKEN = 1, /* acquire: someone else holds it and it has not expired */
+    LEASE_LOST = 2,  /* renew/fence/release: not ours at that epoch, or expired */
+};
+
+/* The row-level operations. Each is one statement (fence: inside the
+ * caller's transaction). epoch_out/expires_out may be NULL. */
+int lease_acquire(store *db, const char *name, const char *owner, int64_t ttl_ms, int64_t *epoch_out,
+                  int64_t *expires_out);
+int lease_renew(store *db, const char *name, const char *owner, int64_t epoch, int64_t ttl_ms,
+                int64_t *epoch_out, int64_t *expires_out);
+int lease_release(store *db, const char *name, const char *owner, int64_t epoch);
+int lease_fence(store *db, const char *name, const char *owner, int64_t epoch);
+
+/* One tenure of one lease as a node sees it; shared between the thread that
+ * renews it and the threads whose work it guards. */
+typedef struct lease_hold {
+    char name[LEASE_NAME_MAX + 1];
+    char owner[LEASE_OWNER_MAX + 1];
+    pthread_mutex_t mu; /* guards everything below */
+    bool held;
+    uint64_t tenure;    /* bumped by every successful acquire */
+    int64_t epoch;
+    int64_t expires_ms; /* database clock */
+    int64_t renewed_ns; /* base_mono_ns when the last acquire/renewal returned */
+    int64_t ttl_ms;     /* of that acquire/renewal */
+} lease_hold;
+
+void lease_hold_init(lease_hold *h, const char *name, const char *owner);
+void lease_hold_destroy(lease_hold *h);
+
+/* Acquires into h (which must not be held); on LEASE_OK *tenure is the new
+ * tenure, which guarded work passes to lease_hold_fence_begin. */
+int lease_hold_acquire(store *db, lease_hold *h, int64_t ttl_ms, uint64_t *tenure);
+/* Renews a held lease. LEASE_LOST ends the tenure; an error (< 0) leaves it
+ * held, for the caller's retry policy to decide. LEASE_LOST when not held. */
+int lease_hold_renew(store *db, lease_hold *h, int64_t ttl_ms);
+/* Ends the tenure without touching the database (after failed renewals:
+ * the work must stop at once even though the database cannot be told). */
+void lease_hold_drop(lease_hold *h);
+/* Releases in the database and ends the tenure. */
+int lease_hold_release(store *db, lease_hold *h);
+/* Is this tenure still current, as far as this node knows? Also false
+ * once a lease length has passed on this node's monotonic clock since the
+ * last renewal returned: the database computed the expiry before that, so
+ * the lease has certainly expired, even if the renewing thread has not run
+ * (a process resumed after SIGSTOP notices before doing any work). */
+bool lease_hold_valid(lease_hold *h, uint64_t tenure);
+/* Current epoch, or -1 when not held. */
+int64_t lease_hold_epoch(lease_hold *h);
+
+/* Begins a transaction on db and fences it with the hold's current epoch.
+ * LEASE_OK: the transaction is open, *epoch says which epoch it is fenced
+ * at, and the hold's mutex is held until lease_hold_fence_end. LEASE_LOST
+ * (tenure over, or the database says the lease moved on; the latter also
+ * ends the tenure) or an error: nothing is open, nothing held. */
+int lease_hold_fence_begin(store *db, lease_hold *h, uint64_t tenure, int64_t *epoch);
+/* Commits (commit=true) or rolls back, then unlocks the hold. Returns the
+ * commit's result. */
+int lease_hold_fence_end(store *db, lease_hold *h, bool commit);
+
+#endif

@@ -1,0 +1,269 @@
+/* test-lease.c -- leases on SQLite and PostgreSQL: compare-and-set acquire,
+ * renewals that bump the epoch, expiry and takeover, release, and fencing
+ * of a stale owner's writes (also against a takeover racing the write). */
+#include "testutil.h"
+#include "testdb.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#include "jobs/lease.h"
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static int64_t q(store *s, const char *sql)
+{
+    int64_t v = -1;
+    if (store_query_int64(s, sql, &v) != STORE_ROW) fail_msg("%s: %s", sql, store_errmsg(s));
+    return v;
+}
+
+static void test_acquire_is_compare_and_set(void **state)
+{
+    store *s = ((testdb *)*state)->s;
+    int64_t e = 0, exp = 0, now = 0;
+    assert_int_equal(store_now_ms(s, &now), STORE_OK);
+    assert_int_equal(lease_acquire(s, "a", "n1", 10000, &e, &exp), LEASE_OK);
+    assert_int_equal(e, 1);
+    assert_true(exp >= now + 10000 && exp < now + 12000); /* the database clock */
+    /* held and not expired: nobody may take it, not even its owner again */
+    assert_int_equal(lease_acquire(s, "a", "n2", 10000, &e, NULL), LEASE_TAKEN);
+    assert_int_equal(lease_acquire(s, "a", "n1", 10000, &e, NULL), LEASE_TAKEN);
+    assert_int_equal(q(s, "SELECT epoch FROM leases WHERE name = 'a'"), 1);
+    /* another lease is independent */
+    assert_int_equal(lease_acquire(s, "b", "n2", 10000, &e, NULL), LEASE_OK);
+    assert_int_equal(e, 1);
+}
+
+static void test_renew_bumps_epoch_and_checks_it(void **state)
+{
+    store *s = ((testdb *)*state)->s;
+    int64_t e = 0, e2 = 0, exp1 = 0, exp2 = 0;
+    assert_int_equal(lease_acquire(s, "a", "n1", 10000, &e, &exp1), LEASE_OK);
+    nap_ms(5);
+    assert_int_equal(lease_renew(s, "a", "n1", e, 10000, &e2, &exp2), LEASE_OK);
+    assert_int_equal(e2, e + 1);
+    assert_true(exp2 > exp1);
+    /* the old epoch is no longer ours to renew with */
+    assert_int_equal(lease_renew(s, "a", "n1", e, 10000, NULL, NULL), LEASE_LOST);
+    /* nor can another node renew it */
+    assert_int_equal(lease_renew(s, "a", "n2", e2, 10000, NULL, NULL), LEASE_LOST);
+    assert_int_equal(lease_renew(s, "nope", "n1", 1, 10000, NULL, NULL), LEASE_LOST);
+    assert_int_equal(q(s, "SELECT epoch FROM leases WHERE name = 'a'"), e2);
+}
+
+static void test_expiry_and_takeover(void **state)
+{
+    store *s = ((testdb *)*state)->s;
+    int64_t e1 = 0, e2 = 0;
+    assert_int_equal(lease_acquire(s, "a", "n1", 150, &e1, NULL), LEASE_OK);
+    assert_int_equal(lease_acquire(s, "a", "n2", 150, NULL, NULL), LEASE_TAKEN);
+    nap_ms(250);
+    /* expired: renewing is refused even though nobody took it yet */
+    assert_int_equal(lease_renew(s, "a", "n1", e1, 150, NULL, NULL), LEASE_LOST);
+    assert_int_equal(lease_acquire(s, "a", "n2", 10000, &e2, NULL), LEASE_OK);
+    assert_true(e2 > e1);
+    assert_int_equal(lease_fence(s, "a", "n1", e1), LEASE_LOST);
+    assert_int_equal(lease_release(s, "a", "n1", e1), LEASE_LOST);
+}
+
+static void test_release(void **state)
+{
+    store *s = ((testdb *)*state)->s;
+    int64_t e1 = 0, e2 = 0;
+    assert_int_equal(lease_acquire(s, "a", "n1", 60000, &e1, NULL), LEASE_OK);
+    assert_int_equal(lease_release(s, "a", "n2", e1), LEASE_LOST); /* not n2's */
+    assert_int_equal(lease_release(s, "a", "n1", e1), LEASE_OK);
+    assert_int_equal(q(s, "SELECT count(*) FROM leases WHERE name = 'a' AND owner IS NULL"), 1);
+    /* free at once, no waiting for expiry; epochs keep growing */
+    assert_int_equal(lease_acquire(s, "a", "n2", 60000, &e2, NULL), LEASE_OK);
+    assert_int_equal(e2, e1 + 1);
+    assert_int_equal(lease_release(s, "a", "n1", e1), LEASE_LOST);
+}
+
+static void test_fence(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s;
+    assert_int_equal(store_exec(s, "CREATE TABLE guarded (v BIGINT)"), STORE_OK);
+    int64_t e1 = 0, e2 = 0;
+    assert_int_equal(lease_acquire(s, "a", "n1", 200, &e1, NULL), LEASE_OK);
+    assert_int_equal(store_begin(s), STORE_OK);
+    assert_int_equal(lease_fence(s, "a", "n1", e1), LEASE_OK);
+    assert_int_equal(store_exec(s, "INSERT INTO guarded VALUES (1)"), STORE_OK);
+    assert_int_equal(store_commit(s), STORE_OK);
+
+    /* n1 stalls past expiry; n2 takes over on its own connection */
+    store *other = testdb_open(db);
+    assert_non_null(other);
+    nap_ms(300);
+    assert_int_equal(lease_acquire(other, "a", "n2", 60000, &e2, NULL), LEASE_OK);
+    /* n1's late write is rejected at the database */
+    assert_int_equal(store_begin(s), STORE_OK);
+    assert_int_equal(lease_fence(s, "a", "n1", e1), LEASE_LOST);
+    assert_int_equal(store_rollback(s), STORE_OK);
+    /* n2's current epoch is accepted, an older one of n2's is not */
+    assert_int_equal(store_begin(other), STORE_OK);
+    assert_int_equal(lease_fence(other, "a", "n2", e2 - 1), LEASE_LOST);
+    assert_int_equal(store_rollback(other), STORE_OK);
+    assert_int_equal(store_begin(other), STORE_OK);
+    assert_int_equal(lease_fence(other, "a", "n2", e2), LEASE_OK);
+    assert_int_equal(store_exec(other, "INSERT INTO guarded VALUES (2)"), STORE_OK);
+    assert_int_equal(store_commit(other), STORE_OK);
+    assert_int_equal(q(s, "SELECT count(*) FROM guarded"), 2);
+    store_close(other);
+}
+
+/* A takeover racing a fenced write: the write holds the lease row from its
+ * fence to its commit, so the takeover waits and the write stands (it was
+ * valid when checked), and a renewal with the pre-takeover epoch fails. */
+typedef struct racer {
+    const testdb *db;
+    int64_t epoch;
+    int rc;
+} racer;
+
+static void *take_over(void *p)
+{
+    racer *r = p;
+    store *s = testdb_open(r->db);
+    r->rc = s ? lease_acquire(s, "a", "n2", 60000, &r->epoch, NULL) : -99;
+    store_close(s);
+    return NULL;
+}
+
+static void test_fence_blocks_takeover(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s;
+    assert_int_equal(store_exec(s, "CREATE TABLE guarded (v BIGINT)"), STORE_OK);
+    int64_t e1 = 0;
+    assert_int_equal(lease_acquire(s, "a", "n1", 300, &e1, NULL), LEASE_OK);
+    assert_int_equal(store_begin(s), STORE_OK);
+    assert_int_equal(lease_fence(s, "a", "n1", e1), LEASE_OK);
+    nap_ms(400); /* expires while we hold the row */
+    racer r = {db, 0, -100};
+    pthread_t t;
+    pthread_create(&t, NULL, take_over, &r);
+    nap_ms(200);
+    assert_int_equal(r.rc, -100); /* still waiting for our row lock */
+    assert_int_equal(store_exec(s, "INSERT INTO guarded VALUES (1)"), STORE_OK);
+    assert_int_equal(store_commit(s), STORE_OK);
+    pthread_join(t, NULL);
+    assert_int_equal(r.rc, LEASE_OK);
+    assert_true(r.epoch > e1);
+    assert_int_equal(lease_renew(s, "a", "n1", e1, 300, NULL, NULL), LEASE_LOST);
+}
+
+/* Holds: one tenure from acquire to loss; renewals keep a long unit of work
+ * valid; a re-acquire starts a new tenure that an old run cannot use. */
+static void test_hold_tenure(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s;
+    lease_hold h;
+    lease_hold_init(&h, "a", "n1");
+    uint64_t t1 = 0, t2 = 0;
+    int64_t fe = 0;
+    assert_int_equal(lease_hold_acquire(s, &h, 300, &t1), LEASE_OK);
+    int64_t e_start = lease_hold_epoch(&h);
+    for (int i = 0; i < 3; i++) assert_int_equal(lease_hold_renew(s, &h, 300), LEASE_OK);
+    /* a run that began at e_start writes at the current epoch, accepted */
+    assert_int_equal(lease_hold_fence_begin(s, &h, t1, &fe), LEASE_OK);
+    assert_int_equal(fe, e_start + 3);
+    assert_int_equal(lease_hold_fence_end(s, &h, true), STORE_OK);
+    assert_true(lease_hold_valid(&h, t1));
+
+    /* lost: expired and taken by n2 */
+    nap_ms(400);
+    store *other = testdb_open(db);
+    assert_int_equal(lease_acquire(other, "a", "n2", 200, NULL, NULL), LEASE_OK);
+    assert_int_equal(lease_hold_renew(s, &h, 300), LEASE_LOST);
+    assert_false(lease_hold_valid(&h, t1));
+    assert_int_equal(lease_hold_fence_begin(s, &h, t1, &fe), LEASE_LOST);
+    assert_int_equal(lease_hold_epoch(&h), -1);
+
+    /* n1 gets it back later: a new tenure; the old one stays fenced */
+    nap_ms(300);
+    assert_int_equal(lease_hold_acquire(s, &h, 60000, &t2), LEASE_OK);
+    assert_true(t2 != t1);
+    assert_int_equal(lease_hold_fence_begin(s, &h, t1, &fe), LEASE_LOST);
+    assert_int_equal(lease_hold_fence_begin(s, &h, t2, &fe), LEASE_OK);
+    assert_int_equal(lease_hold_fence_end(s, &h, false), STORE_OK);
+
+    /* the database has the last word: a fence that finds the lease moved
+     * on ends the tenure even if no renewal noticed yet */
+    assert_int_equal(store_exec(other, "UPDATE leases SET owner = 'n3', epoch = epoch + 1"), STORE_OK);
+    assert_int_equal(lease_hold_fence_begin(s, &h, t2, &fe), LEASE_LOST);
+    assert_false(lease_hold_valid(&h, t2));
+
+    /* release frees the row for others at once */
+    assert_int_equal(store_exec(other, "UPDATE leases SET owner = NULL"), STORE_OK);
+    assert_int_equal(lease_hold_acquire(s, &h, 60000, &t2), LEASE_OK);
+    assert_int_equal(lease_hold_release(s, &h), LEASE_OK);
+    assert_int_equal(lease_acquire(other, "a", "n2", 60000, NULL, NULL), LEASE_OK);
+    store_close(other);
+    lease_hold_destroy(&h);
+}
+
+/* Many nodes race for one free lease: exactly one wins each round. */
+typedef struct contender {
+    const testdb *db;
+    char owner[16];
+    int wins;
+} contender;
+
+static void *contend(void *p)
+{
+    contender *c = p;
+    store *s = testdb_open(c->db);
+    if (!s) return NULL;
+    for (int round = 0; round < 20; round++) {
+        char name[16];
+        snprintf(name, sizeof name, "r%d", round);
+        int rc;
+        do rc = lease_acquire(s, name, c->owner, 60000, NULL, NULL);
+        while (rc == STORE_BUSY);
+        if (rc == LEASE_OK) c->wins++;
+    }
+    store_close(s);
+    return NULL;
+}
+
+static void test_one_winner(void **state)
+{
+    testdb *db = *state;
+    contender c[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        c[i] = (contender){db, "", 0};
+        snprintf(c[i].owner, sizeof c[i].owner, "n%d", i);
+        pthread_create(&t[i], NULL, contend, &c[i]);
+    }
+    int total = 0;
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        total += c[i].wins;
+    }
+    assert_int_equal(total, 20);
+    assert_int_equal(q(db->s, "SELECT count(*) FROM leases WHERE epoch = 1"), 20);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TESTDB_TEST(test_acquire_is_compare_and_set),
+        TESTDB_TEST(test_renew_bumps_epoch_and_checks_it),
+        TESTDB_TEST(test_expiry_and_takeover),
+        TESTDB_TEST(test_release),
+        TESTDB_TEST(test_fence),
+        TESTDB_TEST(test_fence_blocks_takeover),
+        TESTDB_TEST(test_hold_tenure),
+        TESTDB_TEST(test_one_winner),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
