@@ -764,12 +764,30 @@ static uint64_t count_subdaily(rrule_iter *it, int64_t k1, int64_t k2, uint64_t 
     rrule_plan *p = it->p;
     int64_t I = p->r.interval, s1 = (p->p0 + k1 * I) * p->unit, s2 = (p->p0 + k2 * I) * p->unit;
     uint64_t per = setpos_count(p, p->nt), c = 0, ops = 0;
+    /* A whole day's count depends only on where the period grid falls in
+     * it: its phase modulo INTERVAL, which takes I / gcd(I, periods per
+     * day) values. Remember those counts so each further day costs O(1). */
+    enum { PHASES = 1024 };
+    int64_t units = DAY / p->unit, g = gcd64(I, units), cycle = I / g;
+    uint32_t memo[PHASES];
+    uint64_t known[PHASES / 64] = {0};
     if (s2 > END_SECONDS) s2 = END_SECONDS;
     for (int64_t d = floordiv(s1, DAY); c < cap && d * DAY < s2; d++) {
         d = next_day(it, d);
         if (d < 0 || d * DAY >= s2) break;
         int64_t lo = d * DAY > s1 ? d * DAY : s1, hi = (d + 1) * DAY < s2 ? (d + 1) * DAY : s2;
-        c += day_starts(p, d, lo, hi, &ops) * per;
+        ops++;
+        if (cycle <= PHASES && lo == d * DAY && hi == (d + 1) * DAY) {
+            int64_t ph = d * units - p->p0;
+            int slot = (int)((ph - floordiv(ph, I) * I) / g);
+            if (!(known[slot >> 6] >> (slot & 63) & 1)) {
+                memo[slot] = (uint32_t)day_starts(p, d, lo, hi, &ops);
+                known[slot >> 6] |= 1ull << (slot & 63);
+            }
+            c += memo[slot] * per;
+        } else {
+            c += day_starts(p, d, lo, hi, &ops) * per;
+        }
         if (ops > RRULE_COUNT_BUDGET) return UINT64_MAX;
     }
     return c;
