@@ -205,8 +205,18 @@ size_t rrule_explain(const rrule *r, const civil_time *dt, char *buf, size_t siz
                                RRULE_HAS_BYWEEKNO);
     bool months = r->has & RRULE_HAS_BYMONTH, said_months = false;
     if (r->has & RRULE_HAS_BYWEEKNO) {
-        put(&t, " in ");
-        put_list(&t, "week", "weeks", &r->byweekno_pos, &r->byweekno_neg, 53);
+        if (r->byweekno_neg) { /* "in the 1st and last week of the year" */
+            int v[110], n = signed_values(&r->byweekno_pos, &r->byweekno_neg, 1, 53, v);
+            put(&t, " in the ");
+            for (int i = 0; i < n; i++) {
+                put(&t, "%s", sep(i, n));
+                day_number(&t, v[i]);
+            }
+            put(&t, " week of the year");
+        } else {
+            put(&t, " in ");
+            put_list(&t, "week", "weeks", &r->byweekno_pos, &r->byweekno_neg, 53);
+        }
     }
     if (r->has & RRULE_HAS_BYYEARDAY) {
         int v[740], n = signed_values(r->byyearday_pos.w, r->byyearday_neg.w, 1, 366, v);

@@ -368,6 +368,7 @@ static void test_explain(void **state)
         {"FREQ=DAILY;BYHOUR=9,17;BYMINUTE=30", NULL, "daily at 09:30 and 17:30"},
         {"FREQ=YEARLY;BYDAY=20MO", NULL, "yearly on the 20th Monday"},
         {"FREQ=YEARLY;BYYEARDAY=-1", NULL, "yearly on the last day of the year"},
+        {"FREQ=YEARLY;BYWEEKNO=1,-1;BYDAY=MO", NULL, "yearly in the 1st and last week of the year on Monday"},
         {"FREQ=MONTHLY;BYMONTHDAY=1,-1;BYSETPOS=1", NULL, "monthly on the 1st and last day, only the first of each month"},
         {"FREQ=SECONDLY;INTERVAL=30;BYSECOND=0,30;BYMINUTE=5", NULL, "every 30 seconds at minute 5 at seconds 0 and 30"},
         {"FREQ=DAILY;BYHOUR=0,12;BYMINUTE=0", NULL, "daily at 00:00 and 12:00"},
