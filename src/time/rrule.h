@@ -63,6 +63,10 @@
  *    event itself. dateutil yields nothing.
  *  - UNTIL given as a DATE for a date-time DTSTART includes the whole day
  *    (23:59:59); dateutil takes midnight.
+ *  - A UTC UNTIL is tested occurrence by occurrence (rrule_set): right after
+ *    a spring-forward gap, wall 02:30 (taken before the gap, 07:30Z in New
+ *    York) can be past UNTIL while wall 03:00 (07:00Z) is not, and 03:00 is
+ *    kept. dateutil stops the series at the first occurrence past UNTIL.
  *  - BYSECOND=60 is accepted (RFC 5545 allows it) but never occurs: wall
  *    clocks here have no leap seconds.
  * libical agrees with RFC 5545 on DTSTART; it is used only as a benchmark peer.
