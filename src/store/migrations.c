@@ -265,8 +265,17 @@ int store_migrate(store *s)
         return store_fail(s, STORE_ERROR,
                           "database schema version %d is newer than this program's %d",
                           have, latest);
+    /* Apply every step not recorded yet, not just those above the highest:
+     * a database may have a later step and miss an earlier one (branches
+     * merged in another order). Each step re-checks under the lock. */
+    bool done[NMIGRATIONS] = {0};
+    store_stmt *st = store_prepare(s, "SELECT version FROM schema_migrations");
+    while (st && store_step(st) == STORE_ROW)
+        for (int i = 0; i < NMIGRATIONS; i++)
+            if (migrations[i].version == store_col_int64(st, 0)) done[i] = true;
+    store_reset(st);
     for (int i = 0; i < NMIGRATIONS; i++) {
-        if (migrations[i].version <= have)
+        if (done[i])
             continue;
         int rc = apply_one(s, &migrations[i]);
         if (rc < 0)

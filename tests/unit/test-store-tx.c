@@ -238,6 +238,23 @@ static void test_concurrent_migrate(void **state)
     }
 }
 
+/* A step missing below the highest one applied (branches merged in another
+ * order) is still applied. */
+static void test_migrate_fills_gap(void **state)
+{
+    store *s = ((testdb *)*state)->s;
+    bool pg = store_backend_of(s) == STORE_PG;
+    assert_int_equal(store_migrate(s), STORE_OK);
+    EXEC_OK(s, "DELETE FROM schema_migrations WHERE version = 2");
+    if (!pg) EXEC_OK(s, "PRAGMA foreign_keys=OFF");
+    EXEC_OK(s, pg ? "DROP TABLE attendees, event_overrides, events, calendars CASCADE"
+                  : "DROP TABLE attendees; DROP TABLE event_overrides; DROP TABLE events; DROP TABLE calendars");
+    if (!pg) EXEC_OK(s, "PRAGMA foreign_keys=ON");
+    assert_int_equal(store_migrate(s), STORE_OK);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM schema_migrations WHERE version = 2"), 1);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM calendars"), 0);
+}
+
 /* A database migrated by a newer program is refused, not touched. */
 static void test_migrate_refuses_newer(void **state)
 {
@@ -327,6 +344,7 @@ int main(void)
         TESTDB_TEST_SQLITE_RAW(test_sqlite_two_writers),
         TESTDB_TEST_RAW(test_concurrent_migrate),
         TESTDB_TEST_RAW(test_migrate_refuses_newer),
+        TESTDB_TEST_RAW(test_migrate_fills_gap),
         TESTDB_TEST_PG_RAW(test_pg_reconnect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
