@@ -11,8 +11,8 @@
 
 #include "base/base.h"
 
-#define NOW_PG "(CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT))"
-#define NOW_SQ "(CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER))"
+#define NOW_PG LEASE_SQL_NOW_PG
+#define NOW_SQ LEASE_SQL_NOW_SQLITE
 
 #define ACQUIRE_SQL(NOW)                                                                           \
     "INSERT INTO leases (name, owner, epoch, expires_ms) VALUES ($1, $2, 1, " NOW                  \
@@ -113,13 +113,30 @@ void lease_hold_destroy(lease_hold *h)
     pthread_mutex_destroy(&h->mu);
 }
 
+/* A node stopped inside a fenced transaction keeps the lease row locked;
+ * waiting the session's full lock timeout for it would stall our own
+ * heartbeat, so an acquire gives up quickly and tries again next pass. */
+static int acquire_briefly(store *db, lease_hold *h, int64_t ttl_ms, int64_t *epoch, int64_t *expires)
+{
+    if (store_backend_of(db) != STORE_PG) return lease_acquire(db, h->name, h->owner, ttl_ms, epoch, expires);
+    int rc = store_begin(db);
+    if (rc == STORE_OK) rc = store_exec(db, "SET LOCAL lock_timeout = '200ms'");
+    if (rc == STORE_OK) rc = lease_acquire(db, h->name, h->owner, ttl_ms, epoch, expires);
+    if (rc < 0) {
+        store_rollback(db);
+        return rc;
+    }
+    int crc = store_commit(db);
+    return crc < 0 ? crc : rc;
+}
+
 int lease_hold_acquire(store *db, lease_hold *h, int64_t ttl_ms, uint64_t *tenure)
 {
     pthread_mutex_lock(&h->mu);
     int rc = LEASE_TAKEN;
     if (!h->held) {
         int64_t epoch = 0, expires = 0;
-        rc = lease_acquire(db, h->name, h->owner, ttl_ms, &epoch, &expires);
+        rc = acquire_briefly(db, h, ttl_ms, &epoch, &expires);
         if (rc == LEASE_OK) {
             h->held = true;
             h->tenure++;

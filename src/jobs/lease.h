@@ -44,6 +44,11 @@
 
 #include "store/store.h"
 
+/* The database clock in ms, as an SQL expression evaluated by the
+ * statement itself, per backend. */
+#define LEASE_SQL_NOW_PG "(CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT))"
+#define LEASE_SQL_NOW_SQLITE "(CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER))"
+
 #define LEASE_NAME_MAX 200
 #define LEASE_OWNER_MAX 64
 
@@ -81,7 +86,10 @@ void lease_hold_init(lease_hold *h, const char *name, const char *owner);
 void lease_hold_destroy(lease_hold *h);
 
 /* Acquires into h (which must not be held); on LEASE_OK *tenure is the new
- * tenure, which guarded work passes to lease_hold_fence_begin. */
+ * tenure, which guarded work passes to lease_hold_fence_begin. Not inside
+ * a transaction: on PostgreSQL it runs in its own, waiting at most 200 ms
+ * for a row lock (STORE_BUSY then), since the holder of that lock may be a
+ * stopped process. */
 int lease_hold_acquire(store *db, lease_hold *h, int64_t ttl_ms, uint64_t *tenure);
 /* Renews a held lease. LEASE_LOST ends the tenure; an error (< 0) leaves it
  * held, for the caller's retry policy to decide. LEASE_LOST when not held. */

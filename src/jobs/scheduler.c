@@ -36,6 +36,8 @@ typedef struct sched_job {
     int64_t requested_ms; /* a pending manual run, 0 none */
     int64_t done_request_ms;
     bool running;
+    int unpruned; /* runs recorded since the history was last trimmed; only
+                     the runner that set `running` touches it */
 } sched_job;
 
 struct jobs_scheduler {
@@ -270,9 +272,7 @@ static int record_run(jobs_run *r, const char *outcome)
 {
     store *db = r->db;
     const char *job = r->sj->job->name;
-    int64_t now;
-    int rc = store_now_ms(db, &now);
-    if (rc < 0) return rc;
+    int rc;
     store_stmt *st;
     if (r->manual) {
         st = store_prepare(db, "UPDATE jobs SET run_requested_ms = NULL WHERE name = $1 AND run_requested_ms = $2");
@@ -284,18 +284,24 @@ static int record_run(jobs_run *r, const char *outcome)
         store_bind_int64(st, 2, r->plan.next_ms);
     }
     if ((rc = exec_stmt(st)) < 0) return rc;
-    st = store_prepare(db, "INSERT INTO job_runs (id, job, scheduled_ms, started_ms, finished_ms, node, epoch,"
-                           " outcome, error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)");
+#define INSERT_RUN(NOW)                                                                            \
+    "INSERT INTO job_runs (id, job, scheduled_ms, started_ms, finished_ms, node, epoch, outcome, error)" \
+    " VALUES ($1, $2, $3, $4, " NOW ", $5, $6, $7, $8)"
+    st = store_prepare(db, store_backend_of(db) == STORE_PG ? INSERT_RUN(LEASE_SQL_NOW_PG)
+                                                            : INSERT_RUN(LEASE_SQL_NOW_SQLITE));
     store_bind_int64(st, 1, base_id_new());
     store_bind_str(st, 2, job);
     store_bind_int64(st, 3, r->plan.scheduled_ms);
     store_bind_int64(st, 4, r->started_ms);
-    store_bind_int64(st, 5, now);
-    store_bind_str(st, 6, r->s->node_id);
-    store_bind_int64(st, 7, r->epoch);
-    store_bind_str(st, 8, outcome);
-    store_bind_str(st, 9, r->error[0] ? r->error : NULL);
+    store_bind_str(st, 5, r->s->node_id);
+    store_bind_int64(st, 6, r->epoch);
+    store_bind_str(st, 7, outcome);
+    store_bind_str(st, 8, r->error[0] ? r->error : NULL);
     if ((rc = exec_stmt(st)) < 0) return rc;
+    /* Trimming every run would double the statements of a busy job; every
+     * JOBS_HISTORY_SLACK runs keeps the history within that of the bound. */
+    if (++r->sj->unpruned < JOBS_HISTORY_SLACK) return STORE_OK;
+    r->sj->unpruned = 0;
     st = store_prepare(db, "DELETE FROM job_runs WHERE job = $1 AND started_ms < (SELECT started_ms FROM job_runs"
                            " WHERE job = $1 ORDER BY started_ms DESC LIMIT 1 OFFSET $2)");
     store_bind_str(st, 1, job);
