@@ -1,9 +1,10 @@
 /* scheduler.c -- the threads that hold job leases and run jobs.
  *
  * One heartbeat thread per node, with its own connection: registers the
- * node and the jobs, renews every lease it holds each heartbeat (failed
- * renewals are retried with jitter; after LEASE_RENEW_TRIES failures in a
- * row the lease is dropped and its work told to stop), takes free or
+ * node and the jobs, renews every lease it holds each heartbeat, a
+ * thousand to a statement (failed renewals are retried with jitter; after
+ * LEASE_RENEW_TRIES failures in a row the lease is dropped and its work
+ * told to stop), takes free or
  * expired leases up to a fair share of the jobs (waking exactly when a
  * lease it waits for expires), and releases them all on stop.
  *
