@@ -2,7 +2,14 @@
  *
  * Without options it reads JSON lines on stdin and writes exactly one JSON
  * line per input line, in order; a bad line gets {"error": "..."} and the run
- * goes on. With options it is a human tool (see usage()). */
+ * goes on. With options it is a human tool (see usage()).
+ *
+ * A request: {"dtstart", "tzid" (null: floating), "rrule" (null: none),
+ * "rdate": [], "exdate": [], "keep_dtstart" (default true, RFC 5545; false
+ * drops a DTSTART the rule does not yield, as python-dateutil does)} and one
+ * of: "limit" (with optional "from"/"to" bounds) -> {"occurrences",
+ * "occurrences_utc"}; "after" -> {"next", "next_utc"}; "includes" ->
+ * {"includes"}; "explain": true -> {"explain", "rrule" (canonical)}. */
 #include "cli_rrule.h"
 
 #include <jansson.h>
@@ -160,6 +167,12 @@ static json_t *answer(json_t *in, tz_db *db, cli_req *q)
         out = error_reply(err);
         goto done;
     }
+    json_t *keep = json_object_get(in, "keep_dtstart");
+    if (keep && !json_is_boolean(keep)) {
+        out = error_reply("keep_dtstart: must be true or false");
+        goto done;
+    }
+    if (q->has_rule && json_is_false(keep)) set->plan.keep_dtstart = false;
     int64_t after, inc, from = INT64_MIN, to = INT64_MAX, t;
     bool has_after, has_inc, has_from, has_to;
     if ((out = time_field(in, "after", q->zone, &after, &has_after, err, sizeof err)) ||
@@ -168,7 +181,14 @@ static json_t *answer(json_t *in, tz_db *db, cli_req *q)
         (out = time_field(in, "to", q->zone, &to, &has_to, err, sizeof err)))
         goto done;
     json_t *lim = json_object_get(in, "limit");
-    if (has_after) {
+    if (json_is_true(json_object_get(in, "explain"))) {
+        char text[2048];
+        if (!q->has_rule) snprintf(text, sizeof text, "once");
+        else rrule_explain(&q->rule, &q->dtstart, text, sizeof text);
+        char canon[RRULE_TEXT_MAX + 64] = "";
+        if (q->has_rule) rrule_format(&q->rule, canon, sizeof canon);
+        out = json_pack("{s:s,s:s}", "explain", text, "rrule", canon);
+    } else if (has_after) {
         out = json_object();
         json_object_set_new(out, "next", rrule_set_next_after(set, after, &t)
                                              ? format_time(t, q->date_only, false) : json_null());
@@ -187,7 +207,7 @@ static json_t *answer(json_t *in, tz_db *db, cli_req *q)
             out = occurrences_reply(set, q, from, to, (size_t)json_integer_value(lim));
         }
     } else {
-        out = error_reply("one of limit, after or includes is required");
+        out = error_reply("one of limit, after, includes or explain is required");
     }
 done:
     free(set);
@@ -208,6 +228,14 @@ static json_t *answer_line(const char *line, size_t len, tz_db *db)
     return out;
 }
 
+char *cli_rrule_answer(const char *line, size_t len, tz_db *db)
+{
+    json_t *out = len > CLI_MAX_LINE ? error_reply("line longer than 1 MiB") : answer_line(line, len, db);
+    char *text = out ? json_dumps(out, JSON_COMPACT) : NULL;
+    json_decref(out);
+    return text;
+}
+
 static int json_lines(tz_db *db)
 {
     char *line = NULL;
@@ -216,13 +244,10 @@ static int json_lines(tz_db *db)
     while ((n = getline(&line, &cap, stdin)) >= 0) {
         size_t len = (size_t)n;
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) len--;
-        json_t *out = len > CLI_MAX_LINE ? error_reply("line longer than 1 MiB")
-                                         : answer_line(line, len, db);
-        char *text = out ? json_dumps(out, JSON_COMPACT) : NULL;
+        char *text = cli_rrule_answer(line, len, db);
         puts(text ? text : "{\"error\":\"out of memory\"}");
         fflush(stdout);
         free(text);
-        json_decref(out);
     }
     free(line);
     return 0;

@@ -45,7 +45,10 @@ int64_t base_id_new(void)
 
 void base_id_format(int64_t id, char buf[17])
 {
-    snprintf(buf, 17, "%016llx", (unsigned long long)id);
+    static const char hex[] = "0123456789abcdef";
+    uint64_t v = (uint64_t)id;
+    for (int i = 15; i >= 0; i--, v >>= 4) buf[i] = hex[v & 15];
+    buf[16] = '\0';
 }
 
 int base_id_parse(const char *s, size_t len, int64_t *id)

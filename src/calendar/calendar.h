@@ -90,6 +90,10 @@ typedef struct cal_event {
     char organizer_email[256];
     cal_attendee *attendees;
     int nattendees;
+    /* Rendering cache for listings: the event's JSON members that are the
+     * same for all its instances (filled and freed by the JSON writer). */
+    char *json_const, *json_shown;
+    size_t json_const_len, json_shown_len;
 } cal_event;
 
 void cal_event_free(cal_event *e);
@@ -118,6 +122,12 @@ int cal_calendar_create(store *db, int64_t user_id, const char *summary, const c
 /* CAL_FORBIDDEN for the primary calendar. */
 int cal_calendar_delete(store *db, int64_t user_id, int64_t id);
 
+/* Subscription feed: the SHA-256 (hex) of the calendar's secret feed token,
+ * or NULL to revoke it. CAL_NOT_FOUND unless the user owns the calendar. */
+int cal_feed_set(store *db, int64_t user_id, int64_t id, const char *token_hash);
+/* The calendar whose feed token has this hash. */
+int cal_feed_lookup(store *db, const char *token_hash, cal_calendar *out);
+
 /* ---- events ---- */
 /* Loads an event the user may see (organizer or attendee) with attendees.
  * *is_organizer tells which. CAL_NOT_FOUND for everyone else. */
@@ -144,6 +154,9 @@ int cal_rsvp(store *db, int64_t event_id, int64_t user_id, cal_response r, const
              bool set_reminders);
 /* Bumps the etag and updated time (an override or answer changed it). */
 int cal_event_touch(store *db, int64_t event_id);
+
+/* The event with this iCalendar UID in a calendar: its id and creation time. */
+int cal_event_find_uid(store *db, int64_t calendar_id, const char *uid, int64_t *id, int64_t *created_ms);
 
 /* A registered user by email (any case) or, with email NULL, by id. */
 int cal_user_lookup(store *db, const char *email, int64_t id, int64_t *out_id, char *email_out, size_t size);
@@ -205,6 +218,10 @@ int cal_list(store *db, tz_db *tz, const cal_query *q, cal_listing *out);
 /* cal_list's first half (cal_store.c): the rows, overrides and attendees. */
 int cal_list_load_events(store *db, const cal_query *q, cal_listing *l);
 void cal_listing_free(cal_listing *l);
+/* Every event of one calendar (ordered by id) with attendees and overrides,
+ * into a listing with no items (for export). */
+int cal_calendar_events(store *db, int64_t calendar_id, cal_listing *out);
+
 /* The item's id: the event id, or "{event}_{original start}" for instances
  * (UTC basic format, or the date for all-day series). buf >= 48 bytes. */
 void cal_item_id(const cal_item *it, char *buf, size_t size);

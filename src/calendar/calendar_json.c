@@ -8,6 +8,7 @@
 
 #include "base/base.h"
 #include "http/json.h"
+#include "http/jsonw.h"
 #include "time/rfc3339.h"
 #include "time/rrule.h"
 
@@ -385,25 +386,29 @@ int cal_json_apply(store *db, tz_db *tz, const json_t *body, bool create, const 
 
 /* ---- output ------------------------------------------------------------- */
 
-static json_t *time_json(const tz_zone *z, const char *zone_name, bool all_day, const civil_time *local,
-                         int64_t utc_ms)
+static void write_time(jsonw *w, const char *key, const tz_zone *z, const char *zone_name, bool all_day,
+                       const civil_time *local, int64_t utc_ms)
 {
     char buf[40];
+    jw_key(w, key);
+    jw_obj(w);
     if (all_day) {
         rfc3339_format_date(local, buf, sizeof buf);
-        return json_pack("{s:s}", "date", buf);
+        jw_kstr(w, "date", buf);
+    } else {
+        int64_t secs = utc_ms / 1000;
+        rfc3339_format(secs, tz_offset_at(z, secs), buf, sizeof buf);
+        jw_kstr(w, "date_time", buf);
+        if (zone_name[0]) jw_kstr(w, "time_zone", zone_name);
     }
-    int64_t secs = utc_ms / 1000;
-    rfc3339_format(secs, tz_offset_at(z, secs), buf, sizeof buf);
-    if (!zone_name[0]) return json_pack("{s:s}", "date_time", buf);
-    return json_pack("{s:s,s:s}", "date_time", buf, "time_zone", zone_name);
+    jw_obj_end(w);
 }
 
-static json_t *dates_line(const char *name, const cal_event *e, const int64_t *d, size_t n)
+static void write_dates_line(jsonw *w, const char *name, const cal_event *e, const int64_t *d, size_t n)
 {
     size_t cap = 64 + n * 17;
     char *line = malloc(cap);
-    if (!line) return NULL;
+    if (!line) return;
     size_t len = e->all_day ? (size_t)snprintf(line, cap, "%s;VALUE=DATE:", name)
                  : e->time_zone[0] ? (size_t)snprintf(line, cap, "%s;TZID=%s:", name, e->time_zone)
                                    : (size_t)snprintf(line, cap, "%s:", name);
@@ -413,119 +418,208 @@ static json_t *dates_line(const char *name, const cal_event *e, const int64_t *d
         if (i) line[len++] = ',';
         len += (size_t)civil_format_basic(&t, e->all_day, line + len, cap - len);
     }
-    json_t *j = json_string(line);
+    jw_strn(w, line, len);
     free(line);
-    return j;
 }
 
-static json_t *recurrence_json(const cal_event *e)
+static void write_recurrence(jsonw *w, const cal_event *e)
 {
-    json_t *arr = json_array();
+    jw_key(w, "recurrence");
+    jw_arr(w);
     if (e->rrule) {
         size_t need = strlen(e->rrule) + 7;
         char *line = malloc(need);
         if (line) {
             snprintf(line, need, "RRULE:%s", e->rrule);
-            json_array_append_new(arr, json_string(line));
+            jw_str(w, line);
             free(line);
         }
     }
-    if (e->nexdates) json_array_append_new(arr, dates_line("EXDATE", e, e->exdates, e->nexdates));
-    if (e->nrdates) json_array_append_new(arr, dates_line("RDATE", e, e->rdates, e->nrdates));
-    return arr;
+    if (e->nexdates) write_dates_line(w, "EXDATE", e, e->exdates, e->nexdates);
+    if (e->nrdates) write_dates_line(w, "RDATE", e, e->rdates, e->nrdates);
+    jw_arr_end(w);
 }
 
-static json_t *reminders_json(const cal_reminder *r, int n)
+static void write_reminders(jsonw *w, const cal_reminder *r, int n)
 {
-    json_t *arr = json_array();
-    for (int i = 0; i < n; i++)
-        json_array_append_new(arr, json_pack("{s:s,s:i}", "method", r[i].method, "minutes_before", r[i].minutes_before));
-    return arr;
+    jw_key(w, "reminders");
+    jw_arr(w);
+    for (int i = 0; i < n; i++) {
+        jw_obj(w);
+        jw_kstr(w, "method", r[i].method);
+        jw_kint(w, "minutes_before", r[i].minutes_before);
+        jw_obj_end(w);
+    }
+    jw_arr_end(w);
 }
 
-static json_t *attendees_json(const cal_event *e, int64_t viewer)
+static void write_attendees(jsonw *w, const cal_event *e, int64_t viewer)
 {
-    json_t *arr = json_array();
+    jw_key(w, "attendees");
+    jw_arr(w);
     for (int i = 0; i < e->nattendees; i++) {
         const cal_attendee *a = &e->attendees[i];
         char id[17];
         base_id_format(a->user_id, id);
-        json_t *j = json_pack("{s:s,s:s,s:s}", "email", a->email, "user_id", id, "response_status",
-                              cal_response_name(a->response));
+        jw_obj(w);
+        jw_kstr(w, "email", a->email);
+        jw_kstr(w, "user_id", id);
+        jw_kstr(w, "response_status", cal_response_name(a->response));
         if (a->user_id == viewer) {
-            json_object_set_new(j, "self", json_true());
-            if (a->has_reminders) json_object_set_new(j, "reminders", reminders_json(a->reminders, a->nreminders));
+            jw_key(w, "self");
+            jw_bool(w, true);
+            if (a->has_reminders) write_reminders(w, a->reminders, a->nreminders);
         }
-        json_array_append_new(arr, j);
+        jw_obj_end(w);
     }
-    return arr;
+    jw_arr_end(w);
 }
 
-/* The fields every rendering of an event shares. */
-static json_t *event_base(const cal_event *e, int64_t viewer)
+/* What an instance may override; the series' values otherwise. */
+typedef struct shown {
+    const char *summary, *description, *location, *status;
+} shown;
+
+/* Members every instance of an event repeats unchanged. */
+static void write_const(jsonw *w, const cal_event *e, int64_t viewer)
 {
-    char id[17], cal[17], org[17], created[32], updated[32];
-    base_id_format(e->id, id);
+    char cal[17], org[17], created[32], updated[32];
     base_id_format(e->calendar_id, cal);
     base_id_format(e->created_by, org);
     base_format_rfc3339_ms(e->created_ms, created, sizeof created);
     base_format_rfc3339_ms(e->updated_ms, updated, sizeof updated);
-    return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:{s:s,s:s},s:s,s:o,s:o,s:s,s:s,s:s}", "id", id, "calendar_id",
-                     cal, "ical_uid", e->ical_uid ? e->ical_uid : "", "summary", e->summary ? e->summary : "",
-                     "description", e->description ? e->description : "", "location", e->location ? e->location : "",
-                     "status", e->status, "organizer", "id", org, "email", e->organizer_email, "created_by", org,
-                     "attendees", attendees_json(e, viewer), "reminders", reminders_json(e->reminders, e->nreminders),
-                     "etag", e->etag, "created", created, "updated", updated);
+    jw_kstr(w, "calendar_id", cal);
+    jw_kstr(w, "ical_uid", e->ical_uid);
+    jw_key(w, "organizer");
+    jw_obj(w);
+    jw_kstr(w, "id", org);
+    jw_kstr(w, "email", e->organizer_email);
+    jw_obj_end(w);
+    jw_kstr(w, "created_by", org);
+    write_attendees(w, e, viewer);
+    write_reminders(w, e->reminders, e->nreminders);
+    jw_kstr(w, "etag", e->etag);
+    jw_kstr(w, "created", created);
+    jw_kstr(w, "updated", updated);
 }
 
-json_t *cal_json_event(const cal_event *e, tz_db *tz, int64_t viewer)
+static void write_shown(jsonw *w, const shown *v)
 {
-    json_t *j = event_base(e, viewer);
+    jw_kstr(w, "summary", v->summary);
+    jw_kstr(w, "description", v->description);
+    jw_kstr(w, "location", v->location);
+    jw_kstr(w, "status", v->status);
+}
+
+/* Renders members once into a heap copy. */
+static char *render_members(void (*fn)(jsonw *, const void *, int64_t), const void *arg, int64_t viewer,
+                            size_t *len)
+{
+    jsonw t;
+    jw_init(&t, 512);
+    jw_obj(&t);
+    fn(&t, arg, viewer);
+    size_t n;
+    const char *m = jw_open_members(&t, &n);
+    char *copy = jw_failed(&t) ? NULL : malloc(n ? n : 1);
+    if (copy) memcpy(copy, m, n);
+    *len = copy ? n : 0;
+    jw_free(&t);
+    return copy;
+}
+
+static void const_thunk(jsonw *w, const void *e, int64_t viewer)
+{
+    write_const(w, e, viewer);
+}
+
+static void shown_thunk(jsonw *w, const void *e, int64_t viewer)
+{
+    const cal_event *ev = e;
+    shown v = {ev->summary, ev->description, ev->location, ev->status};
+    (void)viewer;
+    write_shown(w, &v);
+}
+
+/* The event's id-less members; cached on the event for its next instance.
+ * The cache is rendering state, not data, hence the cast. */
+static void write_base(jsonw *w, const cal_event *e, const char *id, const shown *v, int64_t viewer)
+{
+    cal_event *m = (cal_event *)e;
+    jw_kstr(w, "id", id);
+    if (!m->json_const) m->json_const = render_members(const_thunk, e, viewer, &m->json_const_len);
+    if (m->json_const) jw_members(w, m->json_const, m->json_const_len);
+    else write_const(w, e, viewer);
+    bool series_values = v->summary == e->summary && v->description == e->description &&
+                         v->location == e->location && v->status == e->status;
+    if (!series_values) {
+        write_shown(w, v);
+        return;
+    }
+    if (!m->json_shown) m->json_shown = render_members(shown_thunk, e, viewer, &m->json_shown_len);
+    if (m->json_shown) jw_members(w, m->json_shown, m->json_shown_len);
+    else write_shown(w, v);
+}
+
+static const tz_zone *zone_of(const cal_event *e, tz_db *tz)
+{
     const char *zname = cal_event_zone_name(e);
-    const tz_zone *z = zname[0] ? tz_db_get(tz, zname) : NULL;
+    return zname[0] ? tz_db_get(tz, zname) : NULL;
+}
+
+void cal_write_event(jsonw *w, const cal_event *e, tz_db *tz, int64_t viewer)
+{
+    char id[17];
+    base_id_format(e->id, id);
+    shown v = {e->summary, e->description, e->location, e->status};
+    const tz_zone *z = zone_of(e, tz);
     int64_t start = tz_local_to_utc(z, civil_to_seconds(&e->start_local));
     int64_t end = tz_local_to_utc(z, civil_to_seconds(&e->end_local));
-    json_object_set_new(j, "start", time_json(z, e->time_zone, e->all_day, &e->start_local, start * 1000));
-    json_object_set_new(j, "end", time_json(z, e->time_zone, e->all_day, &e->end_local, end * 1000));
-    json_object_set_new(j, "recurrence", recurrence_json(e));
-    return j;
+    jw_obj(w);
+    write_base(w, e, id, &v, viewer);
+    write_time(w, "start", z, e->time_zone, e->all_day, &e->start_local, start * 1000);
+    write_time(w, "end", z, e->time_zone, e->all_day, &e->end_local, end * 1000);
+    write_recurrence(w, e);
+    jw_obj_end(w);
 }
 
-json_t *cal_json_item(const cal_item *it, tz_db *tz, int64_t viewer)
+void cal_write_item(jsonw *w, const cal_item *it, tz_db *tz, int64_t viewer)
 {
     const cal_event *e = it->ev;
-    if (!it->recurring) return cal_json_event(e, tz, viewer);
-    json_t *j = event_base(e, viewer);
-    const char *zname = cal_event_zone_name(e);
-    const tz_zone *z = zname[0] ? tz_db_get(tz, zname) : NULL;
+    if (!it->recurring) {
+        cal_write_event(w, e, tz, viewer);
+        return;
+    }
+    const cal_override *o = it->ov;
+    shown v = {e->summary, e->description, e->location, e->status};
+    if (o && o->summary) v.summary = o->summary;
+    if (o && o->description) v.description = o->description;
+    if (o && o->location) v.location = o->location;
+    if (o && o->status[0]) v.status = o->status;
+    if (o && o->cancelled) v.status = "cancelled";
+    const tz_zone *z = zone_of(e, tz);
     char id[48], rid[17];
     cal_item_id(it, id, sizeof id);
     base_id_format(e->id, rid);
-    json_object_set_new(j, "id", json_string(id));
-    json_object_set_new(j, "recurring_event_id", json_string(rid));
     civil_time sl, el, ol;
-    civil_from_seconds(tz_utc_to_local(z, it->start_ms / 1000), &sl);
-    civil_from_seconds(tz_utc_to_local(z, it->end_ms / 1000), &el);
     civil_from_seconds(it->original_local, &ol);
-    if (e->all_day && it->ov && it->ov->moved) {
-        sl = it->ov->start_local;
-        el = it->ov->end_local;
+    if (e->all_day && o && o->moved) {
+        sl = o->start_local;
+        el = o->end_local;
     } else if (e->all_day) {
         civil_from_seconds(it->original_local, &sl);
         civil_from_seconds(it->original_local + e->duration_s, &el);
+    } else {
+        civil_from_seconds(tz_utc_to_local(z, it->start_ms / 1000), &sl);
+        civil_from_seconds(tz_utc_to_local(z, it->end_ms / 1000), &el);
     }
-    json_object_set_new(j, "start", time_json(z, e->time_zone, e->all_day, &sl, it->start_ms));
-    json_object_set_new(j, "end", time_json(z, e->time_zone, e->all_day, &el, it->end_ms));
-    json_object_set_new(j, "original_start", time_json(z, e->time_zone, e->all_day, &ol, it->original_ms));
-    if (it->ov) {
-        const cal_override *o = it->ov;
-        if (o->summary) json_object_set_new(j, "summary", json_string(o->summary));
-        if (o->description) json_object_set_new(j, "description", json_string(o->description));
-        if (o->location) json_object_set_new(j, "location", json_string(o->location));
-        if (o->status[0]) json_object_set_new(j, "status", json_string(o->status));
-        if (o->cancelled) json_object_set_new(j, "status", json_string("cancelled"));
-    }
-    return j;
+    jw_obj(w);
+    write_base(w, e, id, &v, viewer);
+    jw_kstr(w, "recurring_event_id", rid);
+    write_time(w, "start", z, e->time_zone, e->all_day, &sl, it->start_ms);
+    write_time(w, "end", z, e->time_zone, e->all_day, &el, it->end_ms);
+    write_time(w, "original_start", z, e->time_zone, e->all_day, &ol, it->original_ms);
+    jw_obj_end(w);
 }
 
 json_t *cal_json_calendar(const cal_calendar *c)

@@ -7,6 +7,7 @@
 
 #include "calendar/calendar.h"
 #include "http/http.h"
+#include "http/jsonw.h"
 
 /* What a create or PATCH body may set. */
 typedef struct cal_input {
@@ -27,8 +28,10 @@ int cal_json_time(tz_db *tz, const json_t *obj, const char *field, const char *d
 /* Reminder list: [{method, minutes_before}], at most CAL_MAX_REMINDERS. */
 int cal_json_reminders(const json_t *arr, const char *field, cal_reminder *out, int *n, http_err *err);
 
-json_t *cal_json_event(const cal_event *e, tz_db *tz, int64_t viewer);
-json_t *cal_json_item(const cal_item *it, tz_db *tz, int64_t viewer);
+/* Events and instances are written straight into a response buffer: a month
+ * view has hundreds of them (see http/jsonw.h for why). */
+void cal_write_event(jsonw *w, const cal_event *e, tz_db *tz, int64_t viewer);
+void cal_write_item(jsonw *w, const cal_item *it, tz_db *tz, int64_t viewer);
 json_t *cal_json_calendar(const cal_calendar *c);
 
 #endif

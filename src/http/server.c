@@ -120,11 +120,16 @@ static void access_log(http_server *srv, const http_req *r, h2o_req_t *req, int 
     gmtime_r(&ts.tv_sec, &tm);
     http_peer(r, peer, sizeof peer);
     double ms = (double)(base_mono_ns() - r->started_ns) / 1e6;
+    h2o_iovec_t path = req->path;
+    if (r->route_index >= 0 && r->route_index < srv->routes.nroutes &&
+        (srv->routes.routes[r->route_index].flags & HTTP_ROUTE_SECRET))
+        path = h2o_iovec_init(srv->routes.routes[r->route_index].pattern,
+                              strlen(srv->routes.routes[r->route_index].pattern));
     int n = snprintf(line, sizeof line,
                      "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ access id=%s peer=%s %.*s %.*s %d %zuB %.3fms\n",
                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                      ts.tv_nsec / 1000000, r->request_id, peer, (int)req->method.len, req->method.base,
-                     (int)(req->path.len > 512 ? 512 : req->path.len), req->path.base, status, bytes, ms);
+                     (int)(path.len > 512 ? 512 : path.len), path.base, status, bytes, ms);
     if (n > (int)sizeof line - 1) {
         n = (int)sizeof line - 1;
         line[n - 1] = '\n';
@@ -689,6 +694,22 @@ static int open_access_log(http_server *s)
     return 0;
 }
 
+/* SO_REUSEPORT lets every loop have its own listener, but it would also let
+ * a second chime process (same user) share the port silently and split the
+ * traffic between two databases. A probe bound without it fails if anyone
+ * holds the port. */
+static int probe_port_free(http_server *s)
+{
+    int fd = socket(s->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0), on = 1;
+    if (fd < 0) return -1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    int rc = bind(fd, (struct sockaddr *)&s->addr, s->addrlen);
+    int err = errno;
+    close(fd);
+    errno = err;
+    return rc;
+}
+
 int http_server_start(http_server *s)
 {
     if (http_route(s, HTTP_GET, "/metrics", handle_metrics, 0) != 0) return -1;
@@ -697,6 +718,10 @@ int http_server_start(http_server *s)
     s->threads = calloc((size_t)s->nthreads, sizeof *s->threads);
     s->pool = workers_new(s->opts.workers > 0 ? s->opts.workers : 1);
     if (!s->threads || !s->pool) return -1;
+    if (probe_port_free(s) != 0) {
+        log_error("listen on %s: %s", s->opts.listen, strerror(errno));
+        return -1;
+    }
     for (int i = 0; i < s->nthreads; i++) {
         int fd = open_listener(s);
         if (fd < 0) {

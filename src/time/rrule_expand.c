@@ -23,7 +23,13 @@ static int64_t ceildiv(int64_t a, int64_t b)
 
 static void bits_set_range(rrule_bits *b, int lo, int hi)
 {
-    for (int i = lo; i < hi; i++) b->w[i >> 6] |= 1ull << (i & 63);
+    while (lo < hi) {
+        int w = lo >> 6, end = (w + 1) * 64 < hi ? (w + 1) * 64 : hi;
+        uint64_t v = ~0ull << (lo & 63);
+        if (end & 63) v &= ~(~0ull << (end & 63));
+        b->w[w] |= v;
+        lo = end;
+    }
 }
 
 static void bits_set1(rrule_bits *b, int i)
@@ -90,9 +96,18 @@ static int month_start(int64_t y, int m) /* 0-based day of year of month m's 1st
     return cum[m - 1] + (m > 2 && civil_is_leap(y));
 }
 
+/* Weekday (0 = Monday) of January 1 of year y >= 1 (Gauss), without the
+ * general day-number conversion. */
+static int jan1_weekday(int64_t y)
+{
+    if (y < 1) return civil_weekday(civil_days_from_ymd(y, 1, 1));
+    int64_t x = y - 1;
+    return (int)((1 + 5 * (x % 4) + 4 * (x % 100) + 6 * (x % 400) + 6) % 7); /* Sunday 6 */
+}
+
 static int year_kind(const rrule_plan *p, int64_t y)
 {
-    int wd = civil_weekday(civil_days_from_ymd(y, 1, 1));
+    int wd = jan1_weekday(y);
     if (p->r.has & RRULE_HAS_BYWEEKNO)
         return wd * 8 + civil_is_leap(y - 1) * 4 + civil_is_leap(y) * 2 + civil_is_leap(y + 1);
     return wd * 8 + civil_is_leap(y) * 2;
@@ -129,9 +144,16 @@ static void mark_ordinals(const rrule *r, int wd1, int a, int b, rrule_bits *out
         if (!(pos | neg)) continue;
         int first = a + (w - (wd1 + a) % 7 + 7) % 7;
         int last = (b - 1) - (((wd1 + b - 1) % 7) - w + 7) % 7;
-        for (int n = 1; n <= 53; n++) {
-            if ((pos >> n & 1) && first + 7 * (n - 1) < b) bits_set1(out, first + 7 * (n - 1));
-            if ((neg >> n & 1) && last - 7 * (n - 1) >= a) bits_set1(out, last - 7 * (n - 1));
+        /* Only the ordinals named: a range holds at most 53 of a weekday. */
+        for (; pos; pos &= pos - 1) {
+            int d = first + 7 * (__builtin_ctzll(pos) - 1);
+            if (d >= b) break;
+            bits_set1(out, d);
+        }
+        for (; neg; neg &= neg - 1) {
+            int d = last - 7 * (__builtin_ctzll(neg) - 1);
+            if (d < a) break;
+            bits_set1(out, d);
         }
     }
 }
@@ -139,9 +161,23 @@ static void mark_ordinals(const rrule *r, int wd1, int a, int b, rrule_bits *out
 static void mask_byday(const rrule *r, int64_t y, int wd1, int ylen, rrule_bits *out)
 {
     memset(out, 0, sizeof *out);
-    for (int w = 0; w < 7; w++)
-        if (r->byday_plain >> w & 1)
-            for (int i = (w - wd1 + 7) % 7; i < ylen; i += 7) bits_set1(out, i);
+    if (r->byday_plain) {
+        /* Word k starts on weekday wd1 + 64k = wd1 + k (mod 7): build its
+         * 7-day pattern and repeat it across the word. */
+        for (int k = 0; k < 6; k++) {
+            uint64_t v = 0;
+            for (int j = 0; j < 7; j++) v |= (uint64_t)(r->byday_plain >> ((wd1 + k + j) % 7) & 1) << j;
+            v |= v << 7;
+            v |= v << 14;
+            v |= v << 28;
+            v |= v << 56;
+            out->w[k] = v;
+        }
+        if (ylen < 384) { /* clear past the year's end */
+            out->w[ylen >> 6] &= ~(~0ull << (ylen & 63));
+            for (int k = (ylen >> 6) + 1; k < 6; k++) out->w[k] = 0;
+        }
+    }
     bool ordinals = false;
     for (int w = 0; w < 7; w++) ordinals |= (r->byday_pos[w] | r->byday_neg[w]) != 0;
     if (!ordinals) return;
@@ -176,19 +212,25 @@ static void mask_compute(const rrule_plan *p, int64_t y, rrule_bits *m)
     }
     if (r->has & RRULE_HAS_BYYEARDAY) {
         memset(&t, 0, sizeof t);
-        for (int d = 1; d <= ylen; d++) {
-            if (bits_get(&r->byyearday_pos, d)) bits_set1(&t, d - 1);
-            if (bits_get(&r->byyearday_neg, d)) bits_set1(&t, ylen - d);
-        }
+        for (int d = bits_next(&r->byyearday_pos, 1, ylen + 1); d > 0;
+             d = bits_next(&r->byyearday_pos, d + 1, ylen + 1))
+            bits_set1(&t, d - 1);
+        for (int d = bits_next(&r->byyearday_neg, 1, ylen + 1); d > 0;
+             d = bits_next(&r->byyearday_neg, d + 1, ylen + 1))
+            bits_set1(&t, ylen - d);
         bits_and(m, &t);
     }
     if (r->has & RRULE_HAS_BYMONTHDAY) {
         memset(&t, 0, sizeof t);
         for (int mo = 1; mo <= 12; mo++) {
             int ms = month_start(y, mo), ml = civil_days_in_month(y, mo);
-            for (int d = 1; d <= ml; d++) {
-                if (r->bymonthday_pos >> d & 1) bits_set1(&t, ms + d - 1);
-                if (r->bymonthday_neg >> d & 1) bits_set1(&t, ms + ml - d);
+            for (uint32_t v = r->bymonthday_pos; v; v &= v - 1) {
+                int d = __builtin_ctz(v);
+                if (d <= ml) bits_set1(&t, ms + d - 1);
+            }
+            for (uint32_t v = r->bymonthday_neg; v; v &= v - 1) {
+                int d = __builtin_ctz(v);
+                if (d <= ml) bits_set1(&t, ms + ml - d);
             }
         }
         bits_and(m, &t);
@@ -285,6 +327,112 @@ static void plan_times(rrule_plan *p, const civil_time *dt)
     p->nt = (uint32_t)p->nh * p->nm * p->ns;
 }
 
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* Sub-daily: can any period start on an allowed hour/minute/second at all?
+ * Period starts fall on one residue class modulo gcd(INTERVAL, periods per
+ * day), so a rule like FREQ=HOURLY;INTERVAL=2;BYHOUR=1 from an even hour is
+ * known empty here instead of after a long scan. */
+static bool subdaily_reachable(const rrule_plan *p)
+{
+    int64_t per_day = DAY / p->unit, g = gcd64(p->r.interval, per_day);
+    int64_t r0 = p->p0 - floordiv(p->p0, g) * g;
+    for (int h = 0; h < 24; h++) {
+        if (!(p->hmask >> h & 1)) continue;
+        if (p->unit == 3600) {
+            if (h % g == r0) return true;
+            continue;
+        }
+        for (int m = 0; m < 60; m++) {
+            if (!(p->mmask >> m & 1)) continue;
+            if (p->unit == 60) {
+                if ((h * 60 + m) % g == r0) return true;
+                continue;
+            }
+            for (int s = 0; s < 60; s++)
+                if ((p->smask >> s & 1) && (h * 3600 + m * 60 + s) % g == r0) return true;
+        }
+    }
+    return false;
+}
+
+/* Days per month named by BYMONTHDAY when that number is the same in every
+ * month (values within 1..28 from either end that cannot meet), else -1. */
+static int monthdays_fixed(const rrule *r)
+{
+    uint32_t pos = r->bymonthday_pos, neg = r->bymonthday_neg;
+    if ((pos | neg) >> 29) return -1;
+    for (uint32_t a = pos; a; a &= a - 1)
+        for (uint32_t b = neg; b; b &= b - 1)
+            if (__builtin_ctz(a) + __builtin_ctz(b) >= 29) return -1; /* 28..31 + 1 */
+    return __builtin_popcount(pos) + __builtin_popcount(neg);
+}
+
+/* Days per month named by ordinal BYDAY alone when every month has them
+ * all: ordinals within +/-4 and never both ends of one weekday. */
+static int ordinals_fixed(const rrule *r)
+{
+    int n = 0;
+    if (r->byday_plain) return -1;
+    for (int w = 0; w < 7; w++) {
+        uint64_t pos = r->byday_pos[w], neg = r->byday_neg[w];
+        if (((pos | neg) >> 5) || (pos && neg)) return -1;
+        n += __builtin_popcountll(pos | neg);
+    }
+    return n;
+}
+
+/* Occurrences per period when every period has the same number, so that
+ * COUNT arithmetic is a multiplication; -1 when it varies. */
+static int64_t constant_per_period(const rrule_plan *p)
+{
+    const rrule *r = &p->r;
+    uint32_t has = r->has, days = RRULE_HAS_BYMONTH | RRULE_HAS_BYMONTHDAY | RRULE_HAS_BYDAY |
+                                  RRULE_HAS_BYYEARDAY | RRULE_HAS_BYWEEKNO;
+    int64_t n = -1;
+    switch (r->freq) {
+    case RRULE_YEARLY:
+    case RRULE_MONTHLY: {
+        int per_month = -1;
+        uint32_t rest = has & days & ~(uint32_t)RRULE_HAS_BYMONTH;
+        if (rest == RRULE_HAS_BYMONTHDAY) per_month = monthdays_fixed(r);
+        else if (rest == RRULE_HAS_BYDAY) per_month = ordinals_fixed(r);
+        if (per_month < 0) return -1;
+        int months = has & RRULE_HAS_BYMONTH ? __builtin_popcount(r->bymonth) : 12;
+        if (r->freq == RRULE_YEARLY) {
+            if (!(has & RRULE_HAS_BYMONTH)) return -1; /* ordinals count in the year */
+            n = (int64_t)months * per_month;
+        } else {
+            if (has & RRULE_HAS_BYMONTH) return -1; /* months without any */
+            n = per_month;
+        }
+        break;
+    }
+    case RRULE_WEEKLY:
+        if ((has & days) != RRULE_HAS_BYDAY) return -1;
+        n = __builtin_popcount(r->byday_plain);
+        break;
+    case RRULE_DAILY:
+        if (has & days) return -1;
+        n = 1;
+        break;
+    default:
+        if ((has & days) || p->hmask != (1ull << 24) - 1 || p->mmask != (1ull << 60) - 1 ||
+            p->smask != (1ull << 60) - 1)
+            return -1;
+        n = 1;
+    }
+    return setpos_count(p, (uint32_t)n * p->nt);
+}
+
 /* Parts the rule leaves out come from DTSTART (RFC 5545 3.3.10). */
 static void plan_defaults(rrule *r, const civil_time *dt, int64_t d0)
 {
@@ -313,7 +461,9 @@ int rrule_plan_init(rrule_plan *p, const rrule *r, const civil_time *dt, char *e
     p->r = *r;
     p->dtstart = civil_to_seconds(dt);
     p->d0 = floordiv(p->dtstart, DAY);
-    p->mask_ok = p->ycount_ok = 0;
+    p->mask_ok = p->ycount_ok = p->ndcount_ok = 0;
+    p->keep_dtstart = true;
+    p->dtstart_match = -1;
     p->has_setpos = (r->has & RRULE_HAS_BYSETPOS) != 0;
     p->unit = 0;
     p->until = END_SECONDS - 1;
@@ -335,6 +485,11 @@ int rrule_plan_init(rrule_plan *p, const rrule *r, const civil_time *dt, char *e
         p->unit = r->freq == RRULE_HOURLY ? 3600 : r->freq == RRULE_MINUTELY ? 60 : 1;
         p->p0 = floordiv(p->dtstart, p->unit);
     }
+    /* BYSETPOS can only pick from as many occurrences as a period can hold. */
+    static const uint32_t max_days[] = {1, 1, 1, 1, 7, 31, 366};
+    p->per_period = constant_per_period(p);
+    p->never = p->nt == 0 || p->per_period == 0 || (p->unit && !subdaily_reachable(p)) ||
+               setpos_count(p, max_days[r->freq] * p->nt) == 0;
     return 0;
 }
 
@@ -414,6 +569,7 @@ static bool fill_subdaily(rrule_iter *it, int64_t *kp)
 {
     rrule_plan *p = it->p;
     int64_t I = p->r.interval, k = *kp, end = END_SECONDS;
+    if (p->never) return false;
     while (it->budget-- > 0) {
         int64_t s = (p->p0 + k * I) * p->unit, target = -1;
         if (s >= end) return false;
@@ -450,7 +606,7 @@ static bool fill(rrule_iter *it, int64_t *kp)
 {
     rrule_plan *p = it->p;
     int64_t I = p->r.interval, k = *kp;
-    if (p->nt == 0) return false;
+    if (p->never) return false;
     if (p->unit) return fill_subdaily(it, kp);
     for (; it->budget > 0; it->budget--, k++) {
         uint32_t nd = 0;
@@ -506,6 +662,39 @@ static int64_t occurrence_at(const rrule_iter *it, uint32_t i)
 
 /* ---- counting whole periods (for COUNT) ---- */
 
+/* BYSETPOS count for a period of nd days (nd <= 31), cached. */
+static uint32_t days_count(rrule_plan *p, uint32_t nd)
+{
+    if (!p->has_setpos) return nd * p->nt;
+    if (!(p->ndcount_ok >> nd & 1)) {
+        p->ndcount[nd] = (uint16_t)setpos_count(p, nd * p->nt);
+        p->ndcount_ok |= 1ull << nd;
+    }
+    return p->ndcount[nd];
+}
+
+static uint32_t month_count(rrule_plan *p, int64_t y, int mo)
+{
+    int lo = month_start(y, mo);
+    return days_count(p, (uint32_t)bits_count_range(year_mask(p, y), lo,
+                                                    lo + civil_days_in_month(y, mo)));
+}
+
+/* MONTHLY with INTERVAL dividing 12: the same months are periods every
+ * year, so a whole year's count depends on the kind of year only. */
+static uint32_t ycount_monthly(rrule_plan *p, int64_t y)
+{
+    int k = year_kind(p, y);
+    if (!(p->ycount_ok >> k & 1)) {
+        uint32_t c = 0;
+        int64_t I = p->r.interval, first = p->p0 - floordiv(p->p0, I) * I; /* phase */
+        for (int mo = (int)first + 1; mo <= 12; mo += (int)I) c += month_count(p, y, mo);
+        p->ycount[k] = c;
+        p->ycount_ok |= 1ull << k;
+    }
+    return p->ycount[k];
+}
+
 static uint32_t ycount(rrule_plan *p, int64_t y)
 {
     int k = year_kind(p, y);
@@ -531,25 +720,104 @@ static uint64_t count_days(rrule_iter *it, int64_t a, int64_t b)
     return c;
 }
 
+/* Sub-daily periods starting in [lo, hi) of one day that pass the hour,
+ * minute and second filters: by the filters' combinations or by the aligned
+ * starts, whichever is fewer. Adds the work done to *ops. */
+static uint64_t day_starts(const rrule_plan *p, int64_t d, int64_t lo, int64_t hi, uint64_t *ops)
+{
+    int64_t I = p->r.interval, step = I * p->unit, c = 0;
+    int nh = __builtin_popcountll(p->hmask);
+    int64_t combos = p->unit == 3600 ? nh
+                     : p->unit == 60 ? (int64_t)nh * __builtin_popcountll(p->mmask)
+                                     : (int64_t)nh * __builtin_popcountll(p->mmask) *
+                                           __builtin_popcountll(p->smask);
+    int64_t first = ceildiv(ceildiv(lo, p->unit) - p->p0, I); /* first period k in range */
+    int64_t aligned = (hi - (p->p0 + first * I) * p->unit + step - 1) / step;
+    if (aligned <= 0) return 0;
+    if (aligned <= combos) {
+        *ops += (uint64_t)aligned;
+        for (int64_t s = (p->p0 + first * I) * p->unit; s < hi; s += step) {
+            int tod = (int)(s - d * DAY);
+            c += (p->hmask >> (tod / 3600) & 1) && (p->mmask >> (tod / 60 % 60) & 1) &&
+                 (p->smask >> (tod % 60) & 1);
+        }
+        return (uint64_t)c;
+    }
+    *ops += (uint64_t)combos;
+    for (uint64_t hm = p->hmask; hm; hm &= hm - 1) {
+        int h = __builtin_ctzll(hm);
+        uint64_t mm = p->unit == 3600 ? 1 : p->mmask, sm = p->unit == 1 ? p->smask : 1;
+        for (; mm; mm &= mm - 1)
+            for (uint64_t x = sm; x; x &= x - 1) {
+                int64_t s = d * DAY + h * 3600 + (p->unit == 3600 ? 0 : __builtin_ctzll(mm) * 60) +
+                            (p->unit == 1 ? __builtin_ctzll(x) : 0);
+                c += s >= lo && s < hi && (floordiv(s, p->unit) - p->p0) % I == 0;
+            }
+    }
+    return (uint64_t)c;
+}
+
+/* Sub-daily COUNT: whole days at a time. Gives up (returns UINT64_MAX)
+ * after a bounded amount of work. */
+static uint64_t count_subdaily(rrule_iter *it, int64_t k1, int64_t k2, uint64_t cap)
+{
+    rrule_plan *p = it->p;
+    int64_t I = p->r.interval, s1 = (p->p0 + k1 * I) * p->unit, s2 = (p->p0 + k2 * I) * p->unit;
+    uint64_t per = setpos_count(p, p->nt), c = 0, ops = 0;
+    /* A whole day's count depends only on where the period grid falls in
+     * it: its phase modulo INTERVAL, which takes I / gcd(I, periods per
+     * day) values. Remember those counts so each further day costs O(1). */
+    enum { PHASES = 1024 };
+    int64_t units = DAY / p->unit, g = gcd64(I, units), cycle = I / g;
+    uint32_t memo[PHASES];
+    uint64_t known[PHASES / 64] = {0};
+    if (s2 > END_SECONDS) s2 = END_SECONDS;
+    for (int64_t d = floordiv(s1, DAY); c < cap && d * DAY < s2; d++) {
+        d = next_day(it, d);
+        if (d < 0 || d * DAY >= s2) break;
+        int64_t lo = d * DAY > s1 ? d * DAY : s1, hi = (d + 1) * DAY < s2 ? (d + 1) * DAY : s2;
+        ops++;
+        if (cycle <= PHASES && lo == d * DAY && hi == (d + 1) * DAY) {
+            int64_t ph = d * units - p->p0;
+            int slot = (int)((ph - floordiv(ph, I) * I) / g);
+            if (!(known[slot >> 6] >> (slot & 63) & 1)) {
+                memo[slot] = (uint32_t)day_starts(p, d, lo, hi, &ops);
+                known[slot >> 6] |= 1ull << (slot & 63);
+            }
+            c += memo[slot] * per;
+        } else {
+            c += day_starts(p, d, lo, hi, &ops) * per;
+        }
+        if (ops > RRULE_COUNT_BUDGET) return UINT64_MAX;
+    }
+    return c;
+}
+
 /* Occurrences in periods [k1, k2), stopping once cap is reached. */
 static uint64_t count_periods(rrule_iter *it, int64_t k1, int64_t k2, uint64_t cap)
 {
     rrule_plan *p = it->p;
     int64_t I = p->r.interval;
     uint64_t c = 0;
+    if (p->per_period > 0) return (uint64_t)(k2 - k1) * (uint64_t)p->per_period;
     switch (p->r.freq) {
     case RRULE_YEARLY:
         for (int64_t k = k1; k < k2 && c < cap && p->p0 + k * I <= RRULE_MAX_YEAR; k++)
             c += ycount(p, p->p0 + k * I);
         return c;
     case RRULE_MONTHLY:
-        for (int64_t k = k1; k < k2 && c < cap; k++) {
+        for (int64_t k = k1; k < k2 && c < cap;) {
             int64_t mi = p->p0 + k * I, y = floordiv(mi, 12);
             int mo = (int)(mi - y * 12) + 1;
             if (y > RRULE_MAX_YEAR) break;
-            int lo = month_start(y, mo);
-            c += setpos_count(p, (uint32_t)bits_count_range(year_mask(p, y), lo,
-                                  lo + civil_days_in_month(y, mo)) * p->nt);
+            int64_t per_year = 12 / I;
+            if (12 % I == 0 && mo <= I && k + per_year <= k2) {
+                c += ycount_monthly(p, y); /* the whole year at once */
+                k += per_year;
+                continue;
+            }
+            c += month_count(p, y, mo);
+            k++;
         }
         return c;
     case RRULE_WEEKLY:
@@ -557,7 +825,7 @@ static uint64_t count_periods(rrule_iter *it, int64_t k1, int64_t k2, uint64_t c
             return count_days(it, p->p0 + 7 * k1, p->p0 + 7 * k2) * p->nt;
         for (int64_t k = k1; k < k2 && c < cap; k++) {
             int64_t ws = p->p0 + 7 * k * I;
-            c += setpos_count(p, (uint32_t)count_days(it, ws, ws + 7) * p->nt);
+            c += days_count(p, (uint32_t)count_days(it, ws, ws + 7));
         }
         return c;
     case RRULE_DAILY: {
@@ -571,18 +839,31 @@ static uint64_t count_periods(rrule_iter *it, int64_t k1, int64_t k2, uint64_t c
         }
         return c;
     }
-    default: {
-        int64_t k = k1;
-        while (k < k2 && c < cap && fill_subdaily(it, &k) && k < k2) {
-            c += it->nsel;
-            k++;
-        }
-        return c;
-    }
+    default:
+        return count_subdaily(it, k1, k2, cap);
     }
 }
 
 /* ---- iteration ---- */
+
+/* Is DTSTART an occurrence? Always, unless the caller asked for the
+ * dateutil reading (keep_dtstart false) and the rule does not yield it. */
+static bool dtstart_counts(rrule_iter *it)
+{
+    rrule_plan *p = it->p;
+    if (p->keep_dtstart) return true;
+    if (p->dtstart_match < 0) {
+        int64_t k0 = 0;
+        p->dtstart_match = 0;
+        if (fill(it, &k0) && k0 == 0)
+            for (uint32_t i = 0; i < it->nsel; i++)
+                if (occurrence_at(it, p->has_setpos ? it->sel[i] : i) == p->dtstart)
+                    p->dtstart_match = 1;
+        it->n = it->nsel = it->pos = 0;
+        it->budget = RRULE_SCAN_BUDGET;
+    }
+    return p->dtstart_match > 0 && p->dtstart <= p->until;
+}
 
 void rrule_iter_init(rrule_iter *it, rrule_plan *p, int64_t from)
 {
@@ -593,10 +874,11 @@ void rrule_iter_init(rrule_iter *it, rrule_plan *p, int64_t from)
     it->done = false;
     it->n = it->nsel = it->pos = 0;
     it->index = 0;
-    it->dtstart_pending = from <= p->dtstart;
     it->k = 0;
+    bool counts = dtstart_counts(it);
+    it->dtstart_pending = from <= p->dtstart && counts;
     if (from <= p->dtstart) return;
-    it->index = 1; /* DTSTART */
+    it->index = counts; /* DTSTART */
     int64_t k = period_of(p, from < END_SECONDS ? from : END_SECONDS);
     if (k <= 0) return;
     if (p->r.has & RRULE_HAS_COUNT) {
@@ -606,8 +888,12 @@ void rrule_iter_init(rrule_iter *it, rrule_plan *p, int64_t from)
         if (fill(it, &k0) && k0 == 0)
             for (uint32_t i = 0; i < it->nsel; i++)
                 it->index += occurrence_at(it, p->has_setpos ? it->sel[i] : i) > p->dtstart;
-        if (it->index < cap) it->index += count_periods(it, 1, k, cap - it->index);
+        if (it->index < cap) {
+            uint64_t more = count_periods(it, 1, k, cap - it->index);
+            it->index = more > cap ? cap : it->index + more; /* gave up: "none" */
+        }
         it->n = it->nsel = it->pos = 0;
+        it->budget = RRULE_SCAN_BUDGET;
         if (it->index >= cap) it->done = true;
     }
     it->k = k;
@@ -635,6 +921,7 @@ bool rrule_iter_next(rrule_iter *it, int64_t *out)
         if (t > p->until || it->index >= cap) break;
         it->index++;
         if (t < it->from) continue;
+        it->budget = RRULE_SCAN_BUDGET; /* the budget is per search */
         *out = t;
         return true;
     }

@@ -170,6 +170,15 @@ class TestConfig(ServerTest):
         self.assertEqual(out.returncode, 1)
         self.assertIn("cannot open database", out.stderr)
 
+    def test_second_chime_on_same_port_fails(self):
+        # Our own listeners use SO_REUSEPORT; a second process must still
+        # not be able to share the port.
+        port = self.server.port
+        out = subprocess.run([BIN, "serve", "--listen", "127.0.0.1:%d" % port, "--db", fresh_db()],
+                             capture_output=True, text=True, timeout=30)
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertIn("Address already in use", out.stderr)
+
     def test_port_in_use_fails(self):
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
