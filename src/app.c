@@ -139,7 +139,7 @@ int app_jobs_start(app *a)
     snprintf(address, sizeof address, "%.*s:%d", hostlen, a->cfg.listen, http_server_port(a->http));
     jobs_scheduler_opts o = {.db_url = a->cfg.db, .node_id = a->node_id, .address = address,
                              .heartbeat_ms = a->cfg.lease_heartbeat, .ttl_ms = a->cfg.lease_ttl,
-                             .runners = 2};
+                             .runners = (int)a->cfg.job_runners};
     a->scheduler = jobs_scheduler_new(a->jobs, &o);
     if (!a->scheduler || jobs_scheduler_start(a->scheduler) != 0) {
         log_error("jobs: cannot start the scheduler");

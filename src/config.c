@@ -47,6 +47,7 @@ static const opt_def opts[] = {
         "seconds between job lease renewals, fractions or an ms suffix allowed (default 5)"),
     NUM("lease-ttl", lease_ttl, OPT_MS, 30, 36000000,
         "seconds a job lease lasts unless renewed; more than the heartbeat (default 15)"),
+    NUM("job-runners", job_runners, OPT_INT, 1, 64, "threads running due jobs, each with a connection (default 2)"),
     {"node-id", OPT_STR, offsetof(chime_config, node_id), sizeof(((chime_config *)0)->node_id), 0, 0,
      "this node's id among the nodes sharing the database (default: made up at start)"},
     NUM("test-tick-job", test_tick_job, OPT_INT, -1, 60000,
@@ -74,6 +75,7 @@ void config_defaults(chime_config *c)
     c->workers = 2;
     c->lease_heartbeat = 5000;
     c->lease_ttl = 15000;
+    c->job_runners = 2;
     c->test_tick_job = -1;
     c->bench_every = 60;
 }

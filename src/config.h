@@ -25,6 +25,7 @@ typedef struct chime_config {
     int64_t workers;        /* background worker threads */
     int64_t lease_heartbeat;/* ms between lease renewals */
     int64_t lease_ttl;      /* ms a lease lasts unless renewed */
+    int64_t job_runners;    /* threads running due jobs */
     char node_id[64];       /* "" = made up at start */
     int64_t test_tick_job;  /* -1 off; else ms of pretend work per tick */
     int64_t bench_jobs;     /* bench/jobs: this many no-op jobs ... */

@@ -32,8 +32,10 @@
 
 #define JOBS_NAME_MAX 64
 #define JOBS_ERROR_MAX 256
-/* Runs kept per job in job_runs. */
+/* Runs kept per job in job_runs: each node trims a job's history back to
+ * JOBS_HISTORY_MAX after every JOBS_HISTORY_SLACK runs it records. */
 #define JOBS_HISTORY_MAX 200
+#define JOBS_HISTORY_SLACK 16
 /* Missed fire times counted one by one before saying "more than". */
 #define JOBS_MISSED_MAX 10000
 

@@ -95,20 +95,13 @@ static void handle_leases(http_req *r)
     http_send_json(r, 200, json_pack("{s:o}", "items", items));
 }
 
-/* The newest run of a job as JSON, or null. */
-static int last_run(store *db, const char *job, json_t **out)
+static json_t *last_run_json(store_stmt *st, int c)
 {
-    store_stmt *st = store_prepare(db, "SELECT started_ms, finished_ms, node, epoch, outcome, error FROM job_runs"
-                                       " WHERE job = $1 ORDER BY started_ms DESC, finished_ms DESC LIMIT 1");
-    store_bind_str(st, 1, job);
-    int rc = store_step(st);
-    *out = rc != STORE_ROW ? json_null()
-                           : json_pack("{s:o,s:o,s:s,s:I,s:s,s:o}", "started", time_json(store_col_int64(st, 0), true),
-                                       "finished", time_json(store_col_int64(st, 1), true), "node",
-                                       store_col_text(st, 2), "epoch", (json_int_t)store_col_int64(st, 3),
-                                       "outcome", store_col_text(st, 4), "error", opt_str(st, 5));
-    store_reset(st);
-    return rc == STORE_ROW || rc == STORE_DONE ? STORE_OK : rc;
+    if (store_col_is_null(st, c)) return json_null();
+    return json_pack("{s:o,s:o,s:s,s:I,s:s,s:o}", "started", time_json(store_col_int64(st, c), true), "finished",
+                     time_json(store_col_int64(st, c + 1), true), "node", store_col_text(st, c + 2), "epoch",
+                     (json_int_t)store_col_int64(st, c + 3), "outcome", store_col_text(st, c + 4), "error",
+                     opt_str(st, c + 5));
 }
 
 static void handle_jobs(http_req *r)
@@ -120,29 +113,28 @@ static void handle_jobs(http_req *r)
         send_store_error(r, t->db);
         return;
     }
+    /* One statement: the newest run of each job comes from the history's
+     * (job, started_ms) index, however many jobs there are. */
     store_stmt *st = store_prepare(
         t->db, "SELECT j.name, j.schedule, j.time_zone, j.next_run_ms, j.enabled, l.owner, l.expires_ms,"
-               " j.run_requested_ms FROM jobs j LEFT JOIN leases l ON l.name = 'job:' || j.name ORDER BY j.name");
+               " j.run_requested_ms, r.started_ms, r.finished_ms, r.node, r.epoch, r.outcome, r.error"
+               " FROM jobs j LEFT JOIN leases l ON l.name = 'job:' || j.name"
+               " LEFT JOIN job_runs r ON r.id = (SELECT id FROM job_runs WHERE job = j.name"
+               " ORDER BY started_ms DESC, finished_ms DESC LIMIT 1) ORDER BY j.name");
     json_t *items = json_array();
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
         bool owned = !store_col_is_null(st, 5) && store_col_int64(st, 6) > now;
         bool has_next = !store_col_is_null(st, 3) && store_col_int64(st, 3) >= 0 && store_col_int64(st, 4);
         json_array_append_new(
-            items, json_pack("{s:s,s:s,s:s,s:b,s:o,s:o,s:o}", "name", store_col_text(st, 0), "schedule",
+            items, json_pack("{s:s,s:s,s:s,s:b,s:o,s:o,s:o,s:o}", "name", store_col_text(st, 0), "schedule",
                              store_col_text(st, 1), "time_zone", store_col_text(st, 2), "enabled",
                              (int)store_col_int64(st, 4), "next_run", time_json(store_col_int64(st, 3), has_next),
                              "owner", owned ? json_string(store_col_text(st, 5)) : json_null(), "run_requested",
-                             time_json(store_col_int64(st, 7), !store_col_is_null(st, 7))));
+                             time_json(store_col_int64(st, 7), !store_col_is_null(st, 7)), "last_run",
+                             last_run_json(st, 8)));
     }
     store_reset(st);
-    /* last_run needs the connection's one statement per text, so a second
-     * pass rather than a nested query. */
-    for (size_t i = 0; rc == STORE_DONE && i < json_array_size(items); i++) {
-        json_t *it = json_array_get(items, i), *lr;
-        if (last_run(t->db, json_string_value(json_object_get(it, "name")), &lr) < 0) rc = STORE_ERROR;
-        else json_object_set_new(it, "last_run", lr);
-    }
     if (rc != STORE_DONE) {
         json_decref(items);
         send_store_error(r, t->db);

@@ -7,12 +7,13 @@
 #include "jobs/lease.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
 
-#define NOW_PG "(CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT))"
-#define NOW_SQ "(CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER))"
+#define NOW_PG LEASE_SQL_NOW_PG
+#define NOW_SQ LEASE_SQL_NOW_SQLITE
 
 #define ACQUIRE_SQL(NOW)                                                                           \
     "INSERT INTO leases (name, owner, epoch, expires_ms) VALUES ($1, $2, 1, " NOW                  \
@@ -113,19 +114,36 @@ void lease_hold_destroy(lease_hold *h)
     pthread_mutex_destroy(&h->mu);
 }
 
+/* A node stopped inside a fenced transaction keeps the lease row locked;
+ * waiting the session's full lock timeout for it would stall our own
+ * heartbeat, so an acquire gives up quickly and tries again next pass. */
+static int acquire_briefly(store *db, lease_hold *h, int64_t ttl_ms, int64_t *epoch, int64_t *expires)
+{
+    if (store_backend_of(db) != STORE_PG) return lease_acquire(db, h->name, h->owner, ttl_ms, epoch, expires);
+    int rc = store_begin(db);
+    if (rc == STORE_OK) rc = store_exec(db, "SET LOCAL lock_timeout = '200ms'");
+    if (rc == STORE_OK) rc = lease_acquire(db, h->name, h->owner, ttl_ms, epoch, expires);
+    if (rc < 0) {
+        store_rollback(db);
+        return rc;
+    }
+    int crc = store_commit(db);
+    return crc < 0 ? crc : rc;
+}
+
 int lease_hold_acquire(store *db, lease_hold *h, int64_t ttl_ms, uint64_t *tenure)
 {
     pthread_mutex_lock(&h->mu);
     int rc = LEASE_TAKEN;
     if (!h->held) {
-        int64_t epoch = 0, expires = 0;
-        rc = lease_acquire(db, h->name, h->owner, ttl_ms, &epoch, &expires);
+        int64_t epoch = 0, expires = 0, before = base_mono_ns();
+        rc = acquire_briefly(db, h, ttl_ms, &epoch, &expires);
         if (rc == LEASE_OK) {
             h->held = true;
             h->tenure++;
             h->epoch = epoch;
             h->expires_ms = expires;
-            h->renewed_ns = base_mono_ns();
+            h->renewed_ns = before;
             h->ttl_ms = ttl_ms;
             if (tenure) *tenure = h->tenure;
         }
@@ -139,12 +157,12 @@ int lease_hold_renew(store *db, lease_hold *h, int64_t ttl_ms)
     pthread_mutex_lock(&h->mu);
     int rc = LEASE_LOST;
     if (h->held) {
-        int64_t epoch = 0, expires = 0;
+        int64_t epoch = 0, expires = 0, before = base_mono_ns();
         rc = lease_renew(db, h->name, h->owner, h->epoch, ttl_ms, &epoch, &expires);
         if (rc == LEASE_OK) {
             h->epoch = epoch;
             h->expires_ms = expires;
-            h->renewed_ns = base_mono_ns();
+            h->renewed_ns = before;
             h->ttl_ms = ttl_ms;
         } else if (rc == LEASE_LOST) {
             h->held = false;
@@ -152,6 +170,97 @@ int lease_hold_renew(store *db, lease_hold *h, int64_t ttl_ms)
     }
     pthread_mutex_unlock(&h->mu);
     return rc;
+}
+
+/* One statement renews a batch: the holds travel as a JSON object of
+ * name -> epoch, joined against the rows, so each row still renews only at
+ * its own epoch, still ours and unexpired. */
+#define RENEW_MANY_PG                                                                              \
+    "UPDATE leases l SET epoch = l.epoch + 1, expires_ms = " NOW_PG " + CAST($3 AS BIGINT)"       \
+    " FROM jsonb_each_text(CAST($2 AS jsonb)) AS h(name, epoch) WHERE l.name = h.name"             \
+    " AND l.epoch = CAST(h.epoch AS BIGINT) AND l.owner = $1 AND l.expires_ms > " NOW_PG          \
+    " RETURNING l.name, l.epoch, l.expires_ms"
+#define RENEW_MANY_SQ                                                                              \
+    "UPDATE leases SET epoch = epoch + 1, expires_ms = " NOW_SQ " + CAST($3 AS BIGINT)"           \
+    " WHERE owner = $1 AND expires_ms > " NOW_SQ " AND EXISTS (SELECT 1 FROM json_each($2) h"     \
+    " WHERE h.key = leases.name AND h.value = leases.epoch) RETURNING name, epoch, expires_ms"
+
+static int cmp_hold_name(const void *a, const void *b)
+{
+    return strcmp((*(lease_hold *const *)a)->name, (*(lease_hold *const *)b)->name);
+}
+
+/* Appends "name":epoch to buf; names are escaped for JSON. */
+static void json_add(char **buf, size_t *len, size_t *cap, const lease_hold *h)
+{
+    size_t need = *len + 2 * strlen(h->name) * 3 + 40;
+    if (need > *cap) {
+        size_t ncap = need * 2;
+        char *nb = realloc(*buf, ncap);
+        if (!nb) abort();
+        *buf = nb;
+        *cap = ncap;
+    }
+    char *o = *buf + *len;
+    *o++ = *len > 1 ? ',' : ' ';
+    *o++ = '"';
+    for (const unsigned char *c = (const unsigned char *)h->name; *c; c++) {
+        if (*c == '"' || *c == '\\') *o++ = '\\';
+        if (*c < 0x20) o += sprintf(o, "\\u%04x", *c);
+        else *o++ = (char)*c;
+    }
+    o += sprintf(o, "\":%lld", (long long)h->epoch);
+    *len = (size_t)(o - *buf);
+}
+
+int lease_hold_renew_many(store *db, lease_hold **hs, size_t n, int64_t ttl_ms, int *res)
+{
+    if (n == 0) return STORE_OK;
+    /* One order for every multi-hold lock, so two callers cannot deadlock. */
+    qsort(hs, n, sizeof *hs, cmp_hold_name);
+    size_t len = 1, cap = 256;
+    char *json = malloc(cap);
+    if (!json) abort();
+    json[0] = '{';
+    const char *owner = hs[0]->owner;
+    for (size_t i = 0; i < n; i++) {
+        pthread_mutex_lock(&hs[i]->mu);
+        res[i] = hs[i]->held ? LEASE_LOST : -100; /* -100: not held, not asked */
+        if (hs[i]->held) json_add(&json, &len, &cap, hs[i]);
+    }
+    json[len++] = '}';
+    json[len] = '\0';
+    store_stmt *st = store_prepare(db, store_backend_of(db) == STORE_PG ? RENEW_MANY_PG : RENEW_MANY_SQ);
+    store_bind_str(st, 1, owner);
+    store_bind_str(st, 2, json);
+    store_bind_int64(st, 3, ttl_ms);
+    int rc;
+    int64_t now_ns = base_mono_ns();
+    while ((rc = store_step(st)) == STORE_ROW) {
+        lease_hold key, *kp = &key;
+        snprintf(key.name, sizeof key.name, "%s", store_col_text(st, 0));
+        lease_hold **hit = bsearch(&kp, hs, n, sizeof *hs, cmp_hold_name);
+        if (!hit) continue;
+        size_t i = (size_t)(hit - hs);
+        res[i] = LEASE_OK;
+        hs[i]->epoch = store_col_int64(st, 1);
+        hs[i]->expires_ms = store_col_int64(st, 2);
+        hs[i]->renewed_ns = now_ns;
+        hs[i]->ttl_ms = ttl_ms;
+    }
+    store_reset(st);
+    for (size_t i = 0; i < n; i++) {
+        if (rc != STORE_DONE) {
+            /* Nothing is known: the statement (and its changes) failed. */
+            if (res[i] != -100) res[i] = rc;
+        } else if (res[i] == LEASE_LOST) {
+            hs[i]->held = false;
+        }
+        if (res[i] == -100) res[i] = LEASE_LOST;
+        pthread_mutex_unlock(&hs[i]->mu);
+    }
+    free(json);
+    return rc == STORE_DONE ? STORE_OK : rc;
 }
 
 void lease_hold_drop(lease_hold *h)

@@ -44,6 +44,11 @@
 
 #include "store/store.h"
 
+/* The database clock in ms, as an SQL expression evaluated by the
+ * statement itself, per backend. */
+#define LEASE_SQL_NOW_PG "(CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT))"
+#define LEASE_SQL_NOW_SQLITE "(CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER))"
+
 #define LEASE_NAME_MAX 200
 #define LEASE_OWNER_MAX 64
 
@@ -73,7 +78,7 @@ typedef struct lease_hold {
     uint64_t tenure;    /* bumped by every successful acquire */
     int64_t epoch;
     int64_t expires_ms; /* database clock */
-    int64_t renewed_ns; /* base_mono_ns when the last acquire/renewal returned */
+    int64_t renewed_ns; /* base_mono_ns just before the last acquire/renewal was sent */
     int64_t ttl_ms;     /* of that acquire/renewal */
 } lease_hold;
 
@@ -81,11 +86,20 @@ void lease_hold_init(lease_hold *h, const char *name, const char *owner);
 void lease_hold_destroy(lease_hold *h);
 
 /* Acquires into h (which must not be held); on LEASE_OK *tenure is the new
- * tenure, which guarded work passes to lease_hold_fence_begin. */
+ * tenure, which guarded work passes to lease_hold_fence_begin. Not inside
+ * a transaction: on PostgreSQL it runs in its own, waiting at most 200 ms
+ * for a row lock (STORE_BUSY then), since the holder of that lock may be a
+ * stopped process. */
 int lease_hold_acquire(store *db, lease_hold *h, int64_t ttl_ms, uint64_t *tenure);
 /* Renews a held lease. LEASE_LOST ends the tenure; an error (< 0) leaves it
  * held, for the caller's retry policy to decide. LEASE_LOST when not held. */
 int lease_hold_renew(store *db, lease_hold *h, int64_t ttl_ms);
+/* Renews n holds of one owner in one statement (sorting hs by name). res[i]
+ * gets hs[i]'s answer as lease_hold_renew would give it; a database error
+ * leaves every hold as it was (res = the error). Returns STORE_OK or the
+ * error. While the statement runs it holds every hold's mutex, so keep
+ * batches to a few thousand. */
+int lease_hold_renew_many(store *db, lease_hold **hs, size_t n, int64_t ttl_ms, int *res);
 /* Ends the tenure without touching the database (after failed renewals:
  * the work must stop at once even though the database cannot be told). */
 void lease_hold_drop(lease_hold *h);
@@ -93,9 +107,10 @@ void lease_hold_drop(lease_hold *h);
 int lease_hold_release(store *db, lease_hold *h);
 /* Is this tenure still current, as far as this node knows? Also false
  * once a lease length has passed on this node's monotonic clock since the
- * last renewal returned: the database computed the expiry before that, so
- * the lease has certainly expired, even if the renewing thread has not run
- * (a process resumed after SIGSTOP notices before doing any work). */
+ * last successful renewal was *sent*: the database computed the expiry
+ * after that, so by then the lease may have expired (errs on the safe
+ * side), even if the renewing thread has not run yet -- a process resumed
+ * after SIGSTOP notices before doing any work. */
 bool lease_hold_valid(lease_hold *h, uint64_t tenure);
 /* Current epoch, or -1 when not held. */
 int64_t lease_hold_epoch(lease_hold *h);

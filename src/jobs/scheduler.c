@@ -1,9 +1,10 @@
 /* scheduler.c -- the threads that hold job leases and run jobs.
  *
  * One heartbeat thread per node, with its own connection: registers the
- * node and the jobs, renews every lease it holds each heartbeat (failed
- * renewals are retried with jitter; after LEASE_RENEW_TRIES failures in a
- * row the lease is dropped and its work told to stop), takes free or
+ * node and the jobs, renews every lease it holds each heartbeat, a
+ * thousand to a statement (failed renewals are retried with jitter; after
+ * LEASE_RENEW_TRIES failures in a row the lease is dropped and its work
+ * told to stop), takes free or
  * expired leases up to a fair share of the jobs (waking exactly when a
  * lease it waits for expires), and releases them all on stop.
  *
@@ -13,6 +14,7 @@
  * on an HTTP loop thread.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +38,8 @@ typedef struct sched_job {
     int64_t requested_ms; /* a pending manual run, 0 none */
     int64_t done_request_ms;
     bool running;
+    int unpruned; /* runs recorded since the history was last trimmed; only
+                     the runner that set `running` touches it */
 } sched_job;
 
 struct jobs_scheduler {
@@ -228,7 +232,9 @@ bool jobs_run_should_stop(jobs_run *r)
     pthread_mutex_lock(&r->s->mu);
     bool stopping = r->s->stopping;
     pthread_mutex_unlock(&r->s->mu);
-    return stopping || past_deadline(r) || !lease_hold_valid(&r->sj->hold, r->tenure);
+    /* Inside a fence the lease row is locked and was ours when locked (and
+     * this thread holds the hold's mutex, so must not ask it again). */
+    return stopping || past_deadline(r) || (!r->in_fence && !lease_hold_valid(&r->sj->hold, r->tenure));
 }
 
 void jobs_run_errorf(jobs_run *r, const char *fmt, ...)
@@ -270,9 +276,7 @@ static int record_run(jobs_run *r, const char *outcome)
 {
     store *db = r->db;
     const char *job = r->sj->job->name;
-    int64_t now;
-    int rc = store_now_ms(db, &now);
-    if (rc < 0) return rc;
+    int rc;
     store_stmt *st;
     if (r->manual) {
         st = store_prepare(db, "UPDATE jobs SET run_requested_ms = NULL WHERE name = $1 AND run_requested_ms = $2");
@@ -284,18 +288,24 @@ static int record_run(jobs_run *r, const char *outcome)
         store_bind_int64(st, 2, r->plan.next_ms);
     }
     if ((rc = exec_stmt(st)) < 0) return rc;
-    st = store_prepare(db, "INSERT INTO job_runs (id, job, scheduled_ms, started_ms, finished_ms, node, epoch,"
-                           " outcome, error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)");
+#define INSERT_RUN(NOW)                                                                            \
+    "INSERT INTO job_runs (id, job, scheduled_ms, started_ms, finished_ms, node, epoch, outcome, error)" \
+    " VALUES ($1, $2, $3, $4, " NOW ", $5, $6, $7, $8)"
+    st = store_prepare(db, store_backend_of(db) == STORE_PG ? INSERT_RUN(LEASE_SQL_NOW_PG)
+                                                            : INSERT_RUN(LEASE_SQL_NOW_SQLITE));
     store_bind_int64(st, 1, base_id_new());
     store_bind_str(st, 2, job);
     store_bind_int64(st, 3, r->plan.scheduled_ms);
     store_bind_int64(st, 4, r->started_ms);
-    store_bind_int64(st, 5, now);
-    store_bind_str(st, 6, r->s->node_id);
-    store_bind_int64(st, 7, r->epoch);
-    store_bind_str(st, 8, outcome);
-    store_bind_str(st, 9, r->error[0] ? r->error : NULL);
+    store_bind_str(st, 5, r->s->node_id);
+    store_bind_int64(st, 6, r->epoch);
+    store_bind_str(st, 7, outcome);
+    store_bind_str(st, 8, r->error[0] ? r->error : NULL);
     if ((rc = exec_stmt(st)) < 0) return rc;
+    /* Trimming every run would double the statements of a busy job; every
+     * JOBS_HISTORY_SLACK runs keeps the history within that of the bound. */
+    if (++r->sj->unpruned < JOBS_HISTORY_SLACK) return STORE_OK;
+    r->sj->unpruned = 0;
     st = store_prepare(db, "DELETE FROM job_runs WHERE job = $1 AND started_ms < (SELECT started_ms FROM job_runs"
                            " WHERE job = $1 ORDER BY started_ms DESC LIMIT 1 OFFSET $2)");
     store_bind_str(st, 1, job);
@@ -521,9 +531,12 @@ static void update_skew(jobs_scheduler *s, store *db)
     pthread_mutex_unlock(&s->mu);
 }
 
-/* Renews every held lease; what fails for a passing error is retried with
- * jitter, and what still fails after LEASE_RENEW_TRIES is dropped. */
-static void renew_all(jobs_scheduler *s, store *db, size_t *pending)
+/* Renews every held lease, RENEW_BATCH to a statement; what fails for a
+ * passing error is retried with jitter, and what still fails after
+ * LEASE_RENEW_TRIES is dropped. */
+#define RENEW_BATCH 1000
+
+static void renew_all(jobs_scheduler *s, store *db, size_t *pending, lease_hold **hs, int *res)
 {
     size_t np = 0;
     for (size_t i = 0; i < s->n; i++)
@@ -531,18 +544,23 @@ static void renew_all(jobs_scheduler *s, store *db, size_t *pending)
     for (int attempt = 0; attempt < LEASE_RENEW_TRIES && np > 0; attempt++) {
         if (attempt > 0) sleep_ms(jitter(s->heartbeat_ms / 10, s->heartbeat_ms / 4 + 1));
         size_t keep = 0;
-        for (size_t k = 0; k < np; k++) {
-            sched_job *sj = &s->jobs[pending[k]];
-            int rc = lease_hold_renew(db, &sj->hold, s->ttl_ms);
-            if (rc == LEASE_OK) continue;
-            if (rc == LEASE_LOST) {
-                log_warn("job %s: lease lost (expired or taken over): stopping its work", sj->job->name);
-                deactivate(s, sj);
-                continue;
+        for (size_t k0 = 0; k0 < np; k0 += RENEW_BATCH) {
+            size_t m = np - k0 < RENEW_BATCH ? np - k0 : RENEW_BATCH;
+            for (size_t k = 0; k < m; k++) hs[k] = &s->jobs[pending[k0 + k]].hold;
+            if (lease_hold_renew_many(db, hs, m, s->ttl_ms, res) < 0)
+                log_warn("jobs: lease renewal failed (attempt %d): %s", attempt + 1, store_errmsg(db));
+            for (size_t k = 0; k < m; k++) {
+                /* hs was sorted by name: back to the job from the hold */
+                sched_job *sj = (sched_job *)((char *)hs[k] - offsetof(sched_job, hold));
+                if (res[k] == LEASE_OK) continue;
+                if (res[k] == LEASE_LOST) {
+                    if (sj->active)
+                        log_warn("job %s: lease lost (expired or taken over): stopping its work", sj->job->name);
+                    deactivate(s, sj);
+                    continue;
+                }
+                pending[keep++] = (size_t)(sj - s->jobs);
             }
-            log_warn("job %s: lease renewal failed (attempt %d): %s", sj->job->name, attempt + 1,
-                     store_errmsg(db));
-            pending[keep++] = pending[k];
         }
         np = keep;
     }
@@ -577,12 +595,12 @@ static void poll_requests(jobs_scheduler *s, store *db)
     store_reset(st);
 }
 
-static void beat(jobs_scheduler *s, store *db, size_t *pending)
+static void beat(jobs_scheduler *s, store *db, size_t *pending, lease_hold **hs, int *res)
 {
     update_skew(s, db);
     if (nodes_heartbeat(db, s->node_id, s->address) < 0)
         log_warn("jobs: node heartbeat failed: %s", store_errmsg(db));
-    renew_all(s, db, pending);
+    renew_all(s, db, pending, hs, res);
     /* Long-dead nodes leave the list; ten lease lengths is "long". */
     int64_t dead = 10 * s->ttl_ms > 60000 ? 10 * s->ttl_ms : 60000;
     if (nodes_gc(db, dead) < 0) log_warn("jobs: node cleanup failed: %s", store_errmsg(db));
@@ -732,7 +750,9 @@ static void *hb_main(void *p)
     size_t *pending = calloc(s->n ? s->n : 1, sizeof *pending);
     bool *seen = calloc(s->n ? s->n : 1, sizeof *seen);
     bool *orphan = calloc(s->n ? s->n : 1, sizeof *orphan);
-    if (!pending || !seen || !orphan) abort();
+    lease_hold **hs = calloc(RENEW_BATCH, sizeof *hs);
+    int *res = calloc(RENEW_BATCH, sizeof *res);
+    if (!pending || !seen || !orphan || !hs || !res) abort();
     pthread_mutex_lock(&s->mu);
     while (!s->hb_stop) {
         bool stopping = s->stopping;
@@ -745,7 +765,7 @@ static void *hb_main(void *p)
         }
         if (db && registered) {
             if (mono_ms() >= next_beat) {
-                beat(s, db, pending);
+                beat(s, db, pending, hs, res);
                 next_beat = mono_ms() + s->heartbeat_ms;
             }
             wake = next_beat;
@@ -763,6 +783,8 @@ static void *hb_main(void *p)
     free(pending);
     free(seen);
     free(orphan);
+    free(hs);
+    free(res);
     return NULL;
 }
 
