@@ -54,7 +54,8 @@ bool notify_next_fire(cal_series *s, const cal_override *ovs, size_t novs, int m
 /* Recomputes one event's reminder rows in one transaction and clears its
  * dirty mark (if nobody marked it again meanwhile). A deleted or cancelled
  * event loses its rows. now_ms: rows new to the event fire only for
- * instances after now. */
+ * instances after now, or after the change that marked it if earlier (a
+ * crash between a write and its recompute must not drop a due reminder). */
 int notify_sync_event(store *db, tz_db *tz, int shards, int64_t event_id, int64_t now_ms);
 /* Recomputes up to limit marked events; *done says how many. */
 int notify_sync_dirty(store *db, tz_db *tz, int shards, int limit, int *done);

@@ -208,15 +208,17 @@ static int sync_rows(sync_ctx *c, int64_t event_id, want *w, int nw, int64_t now
     return rc;
 }
 
-/* Inside the transaction: the mark's gen (0 when unmarked). */
-static int mark_read(store *db, int64_t event_id, int64_t *gen)
+/* Inside the transaction: the mark's gen (0 when unmarked) and the time
+ * of the first change it stands for. */
+static int mark_read(store *db, int64_t event_id, int64_t *gen, int64_t *marked_ms)
 {
     bool pg = store_backend_of(db) == STORE_PG;
-    store_stmt *st = store_prepare(db, pg ? "SELECT gen FROM reminder_dirty WHERE event_id = $1 FOR UPDATE"
-                                          : "SELECT gen FROM reminder_dirty WHERE event_id = $1");
+    store_stmt *st = store_prepare(db, pg ? "SELECT gen, marked_ms FROM reminder_dirty WHERE event_id = $1 FOR UPDATE"
+                                          : "SELECT gen, marked_ms FROM reminder_dirty WHERE event_id = $1");
     store_bind_int64(st, 1, event_id);
     int rc = store_step(st);
     *gen = rc == STORE_ROW ? store_col_int64(st, 0) : 0;
+    if (rc == STORE_ROW) *marked_ms = store_col_int64(st, 1);
     store_reset(st);
     return rc < 0 ? rc : STORE_OK;
 }
@@ -233,9 +235,11 @@ static int mark_clear(store *db, int64_t event_id, int64_t gen)
 
 static int sync_locked(store *db, tz_db *tz, int shards, int64_t event_id, int64_t now_ms)
 {
-    int64_t gen;
-    int rc = mark_read(db, event_id, &gen);
+    int64_t gen, marked_ms = now_ms;
+    int rc = mark_read(db, event_id, &gen, &marked_ms);
     if (rc != STORE_OK) return rc;
+    /* The change happened when it was marked, not when we got to it. */
+    if (gen && marked_ms < now_ms) now_ms = marked_ms;
     cal_event ev;
     int64_t owner = 0;
     int lrc = cal_event_load_any(db, event_id, &ev, &owner);

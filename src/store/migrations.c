@@ -39,7 +39,8 @@ typedef struct migration {
     "CREATE INDEX reminders_due ON reminders(shard, next_fire_ms);"                                       \
     "CREATE TABLE reminder_dirty ("                                                                       \
     " event_id BIGINT PRIMARY KEY,"                                                                       \
-    " gen BIGINT NOT NULL);"                                                                              \
+    " gen BIGINT NOT NULL,"                                                                               \
+    " marked_ms BIGINT NOT NULL);"                                                                              \
     "CREATE TABLE deliveries ("                                                                           \
     " id TEXT PRIMARY KEY,"                                                                               \
     " reminder_id BIGINT NOT NULL,"                                                                       \
@@ -76,19 +77,25 @@ typedef struct migration {
 
 /* SQLite: one trigger per table and operation. The mark is an upsert that
  * bumps gen, so a drain that read gen N deletes the mark only if nobody
- * marked the event again meanwhile. */
+ * marked the event again meanwhile; marked_ms keeps the first unsynced
+ * change's time, which is "now" for the rows it creates (so a crash before
+ * the recompute cannot push a reminder that was due meanwhile into the
+ * past, where it would never fire). */
 #define SQLITE_MARK(name, op, table, ref)                                                                  \
-    "CREATE TRIGGER " name " AFTER " op " ON " table " BEGIN INSERT INTO reminder_dirty (event_id, gen) "  \
-    "VALUES (" ref ", 1) ON CONFLICT (event_id) DO UPDATE SET gen = gen + 1; END;"
+    "CREATE TRIGGER " name " AFTER " op " ON " table " BEGIN INSERT INTO reminder_dirty (event_id, gen, "  \
+    "marked_ms) VALUES (" ref ", 1, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)) "          \
+    "ON CONFLICT (event_id) DO UPDATE SET gen = gen + 1; END;"
 
 /* PostgreSQL: row triggers whose names sort before the foreign keys'
  * "RI_ConstraintTrigger_..." so the mark is locked before cascaded reminder
  * rows are, the same order the drain takes them in (no deadlock). */
 #define PG_MARK_FN(fn, col)                                                                                \
     "CREATE FUNCTION " fn "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "                               \
-    "IF TG_OP <> 'INSERT' THEN INSERT INTO reminder_dirty (event_id, gen) VALUES (OLD." col ", 1) "        \
+    "IF TG_OP <> 'INSERT' THEN INSERT INTO reminder_dirty (event_id, gen, marked_ms) VALUES (OLD." col      \
+    ", 1, (extract(epoch from clock_timestamp()) * 1000)::bigint) "                                        \
     "ON CONFLICT (event_id) DO UPDATE SET gen = reminder_dirty.gen + 1; END IF; "                         \
-    "IF TG_OP <> 'DELETE' THEN INSERT INTO reminder_dirty (event_id, gen) VALUES (NEW." col ", 1) "        \
+    "IF TG_OP <> 'DELETE' THEN INSERT INTO reminder_dirty (event_id, gen, marked_ms) VALUES (NEW." col      \
+    ", 1, (extract(epoch from clock_timestamp()) * 1000)::bigint) "                                        \
     "ON CONFLICT (event_id) DO UPDATE SET gen = reminder_dirty.gen + 1; END IF; "                         \
     "RETURN NULL; END $$;"
 #define PG_MARK(name, table, fn)                                                                           \
