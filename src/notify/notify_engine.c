@@ -70,6 +70,12 @@ struct notify_engine {
     int nworkers_started;
     bool scanner_started;
     bool has_webhooks;
+    /* SQLite has one writer at a time; a writer that finds the lock taken
+     * sleeps in SQLite's busy handler (up to 100 ms a nap), which is what
+     * lateness is made of. Our threads queue on this mutex instead and
+     * wake the moment the previous transaction ends. */
+    bool serialize_writes;
+    pthread_mutex_t write_mu;
     pthread_mutex_t mu; /* guards everything below */
     pthread_cond_t cv;  /* workers: heap or results changed, or stopping */
     pthread_cond_t idle;/* free: no send in flight */
@@ -80,6 +86,16 @@ struct notify_engine {
     int in_flight;      /* channel sends whose done has not come */
     int groups_held;
 };
+
+static void write_lock(notify_engine *e)
+{
+    if (e->serialize_writes) pthread_mutex_lock(&e->write_mu);
+}
+
+static void write_unlock(notify_engine *e)
+{
+    if (e->serialize_writes) pthread_mutex_unlock(&e->write_mu);
+}
 
 /* ---- the timer heap (mu held) ------------------------------------------- */
 
@@ -294,29 +310,36 @@ static int claim_batch(notify_engine *e, store *db, group *g, int gi, int64_t no
         return -1;
     }
     if (rc != LEASE_OK) return -1;
-    store_stmt *st = store_prepare(
-        db, "SELECT r.id, r.event_id, r.user_id, r.method, r.minutes_before, r.single, r.next_fire_ms, "
-            "r.occurrence_ms, e.summary FROM reminders r JOIN events e ON e.id = r.event_id "
-            "WHERE r.shard >= $1 AND r.shard < $2 AND r.next_fire_ms <= $3 ORDER BY r.next_fire_ms LIMIT $4");
-    store_bind_int64(st, 1, (int64_t)gi * e->per_group);
-    store_bind_int64(st, 2, (int64_t)(gi + 1) * e->per_group);
-    store_bind_int64(st, 3, now + e->o.window_ms);
-    store_bind_int64(st, 4, NOTIFY_CLAIM_BATCH);
+    /* One shard at a time: each is a seek on (shard, next_fire_ms), where
+     * a range of shards would scan every row of the group. */
     static __thread due_row rows[NOTIFY_CLAIM_BATCH];
     size_t n = 0;
-    while (n < NOTIFY_CLAIM_BATCH && (rc = store_step(st)) == STORE_ROW) {
-        due_row *r = &rows[n++];
-        r->id = store_col_int64(st, 0);
-        r->event_id = store_col_int64(st, 1);
-        r->user_id = store_col_int64(st, 2);
-        snprintf(r->method, sizeof r->method, "%s", store_col_text(st, 3));
-        r->minutes = (int)store_col_int64(st, 4);
-        r->single = store_col_int64(st, 5) != 0;
-        r->next_fire = store_col_int64(st, 6);
-        r->occurrence = store_col_int64(st, 7);
-        r->summary = strdup(store_col_text(st, 8));
+    rc = STORE_DONE;
+    int64_t lo = (int64_t)gi * e->per_group, hi = lo + e->per_group;
+    if (hi > e->o.shards) hi = e->o.shards;
+    for (int64_t shard = lo; shard < hi && n < NOTIFY_CLAIM_BATCH && rc == STORE_DONE; shard++) {
+        store_stmt *st = store_prepare(
+            db, "SELECT r.id, r.event_id, r.user_id, r.method, r.minutes_before, r.single, r.next_fire_ms, "
+                "r.occurrence_ms, e.summary FROM reminders r JOIN events e ON e.id = r.event_id "
+                "WHERE r.shard = $1 AND r.next_fire_ms <= $2 ORDER BY r.next_fire_ms LIMIT $3");
+        store_bind_int64(st, 1, shard);
+        store_bind_int64(st, 2, now + e->o.window_ms);
+        store_bind_int64(st, 3, (int64_t)(NOTIFY_CLAIM_BATCH - n));
+        while (n < NOTIFY_CLAIM_BATCH && (rc = store_step(st)) == STORE_ROW) {
+            due_row *r = &rows[n++];
+            r->id = store_col_int64(st, 0);
+            r->event_id = store_col_int64(st, 1);
+            r->user_id = store_col_int64(st, 2);
+            snprintf(r->method, sizeof r->method, "%s", store_col_text(st, 3));
+            r->minutes = (int)store_col_int64(st, 4);
+            r->single = store_col_int64(st, 5) != 0;
+            r->next_fire = store_col_int64(st, 6);
+            r->occurrence = store_col_int64(st, 7);
+            r->summary = strdup(store_col_text(st, 8));
+        }
+        if (rc == STORE_ROW) rc = STORE_DONE; /* batch full */
+        store_reset(st);
     }
-    store_reset(st);
     size_t before = out->n;
     if (rc < 0) goto fail;
     for (size_t i = 0; i < n; i++)
@@ -343,15 +366,33 @@ static size_t heap_size(notify_engine *e)
     return n;
 }
 
-static void claim_all(notify_engine *e, store *db)
+static void rebalance(notify_engine *e, store *db);
+
+/* Renews the leases when a heartbeat is due: also between claims, since a
+ * busy pass over the groups may take longer than a heartbeat. */
+static void heartbeat_if_due(notify_engine *e, store *db, int64_t *next_beat)
+{
+    int64_t now = base_now_ms();
+    if (now < *next_beat) return;
+    write_lock(e);
+    rebalance(e, db);
+    write_unlock(e);
+    *next_beat = now + e->o.heartbeat_ms;
+}
+
+static void claim_all(notify_engine *e, store *db, int64_t *next_beat)
 {
     item_buf buf = {0};
     for (int gi = 0; gi < e->o.groups; gi++) {
+        heartbeat_if_due(e, db, next_beat);
         group *g = &e->groups[gi];
         if (!g->held) continue;
         for (;;) {
             if (heap_size(e) >= NOTIFY_HEAP_MAX) break;
+            heartbeat_if_due(e, db, next_beat);
+            write_lock(e);
             int n = claim_batch(e, db, g, gi, base_now_ms(), &buf);
+            write_unlock(e);
             enqueue(e, buf.v, buf.n);
             buf.n = 0;
             if (n < NOTIFY_CLAIM_BATCH) break;
@@ -485,16 +526,14 @@ static void *scanner_main(void *p)
     if (tick < 10) tick = 10;
     int64_t next_beat = 0;
     do {
-        int64_t now = base_now_ms();
-        if (now >= next_beat) {
-            rebalance(e, db);
-            next_beat = now + e->o.heartbeat_ms;
-        }
+        heartbeat_if_due(e, db, &next_beat);
+        write_lock(e);
         int done;
         if (notify_sync_dirty(db, e->o.tz, e->o.shards, 256, &done) != STORE_OK)
             log_warn("reminders: recomputing marked events failed: %s", store_errmsg(db));
         poll_outbox(e, db);
-        claim_all(e, db);
+        write_unlock(e);
+        claim_all(e, db, &next_beat);
     } while (sleep_until(e, base_now_ms() + tick));
     release_all(e, db);
     store_close(db);
@@ -551,13 +590,15 @@ static int deliver_inapp(notify_engine *e, store *db, const item *it, int64_t no
 static void deliver_inapp_batch(notify_engine *e, store *db, const item *its, size_t n)
 {
     if (n == 0) return;
+    write_lock(e);
     for (int attempt = 0; attempt < 3; attempt++) {
         int rc = store_begin(db);
         for (size_t i = 0; i < n && rc == STORE_OK; i++) rc = deliver_inapp(e, db, &its[i], base_now_ms());
-        if (rc == STORE_OK && store_commit(db) == STORE_OK) return;
+        if (rc == STORE_OK && store_commit(db) == STORE_OK) break;
         store_rollback(db);
         log_warn("reminders: in-app delivery batch failed: %s", store_errmsg(db));
     }
+    write_unlock(e);
     /* Left pending: the outbox poll retries them after the hold. */
 }
 
@@ -762,7 +803,9 @@ static void *worker_main(void *p)
         pthread_mutex_unlock(&e->mu);
         while (res) {
             result *next = res->next;
+            write_lock(e);
             apply_result(e, db, res);
+            write_unlock(e);
             free(res);
             res = next;
         }
@@ -770,7 +813,11 @@ static void *worker_main(void *p)
         size_t k = 0;
         for (size_t i = 0; i < n; i++)
             if (strcmp(batch[i].channel, "inapp") == 0) batch[k++] = batch[i];
-            else deliver_async(e, db, &batch[i]);
+            else {
+                write_lock(e);
+                deliver_async(e, db, &batch[i]);
+                write_unlock(e);
+            }
         deliver_inapp_batch(e, db, batch, k);
         pthread_mutex_lock(&e->mu);
     }
@@ -811,6 +858,8 @@ notify_engine *notify_engine_new(const notify_opts *o)
         snprintf(name, sizeof name, "reminders/g%03d", i);
         lease_hold_init(&e->groups[i].hold, name, e->owner);
     }
+    e->serialize_writes = strncmp(o->db_url, "sqlite:", 7) == 0;
+    pthread_mutex_init(&e->write_mu, NULL);
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     pthread_cond_init(&e->idle, NULL);
@@ -879,6 +928,7 @@ void notify_engine_free(notify_engine *e)
         e->results = next;
     }
     for (int i = 0; i < e->o.groups; i++) lease_hold_destroy(&e->groups[i].hold);
+    pthread_mutex_destroy(&e->write_mu);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     pthread_cond_destroy(&e->idle);
