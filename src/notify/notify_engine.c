@@ -76,6 +76,10 @@ struct notify_engine {
      * wake the moment the previous transaction ends. */
     bool serialize_writes;
     pthread_mutex_t write_mu;
+    /* SQLite: the one connection all the engine's threads use, under
+     * write_mu. Separate connections would each find their page cache
+     * stale after every commit of another and re-read the pages. */
+    store *shared;
     pthread_mutex_t mu; /* guards everything below */
     pthread_cond_t cv;  /* workers: heap or results changed, or stopping */
     pthread_cond_t idle;/* free: no send in flight */
@@ -513,15 +517,39 @@ static bool sleep_until(notify_engine *e, int64_t wake_ms)
     return !stop;
 }
 
-static void *scanner_main(void *p)
+/* The engine's connections touch the big tables' indexes at random keys
+ * (delivery ids are hashes): give SQLite a page cache that holds them
+ * rather than its 2 MB default, and map the file rather than copy pages. */
+static store *engine_db_open(notify_engine *e, const char *who)
 {
-    notify_engine *e = p;
     char err[256];
     store *db = store_open(e->o.db_url, err, sizeof err);
     if (!db) {
-        log_error("reminders: scanner cannot open the database: %s", err);
+        log_error("reminders: %s cannot open the database: %s", who, err);
         return NULL;
     }
+    if (store_backend_of(db) == STORE_SQLITE &&
+        (store_exec(db, "PRAGMA cache_size = -131072") != STORE_OK ||
+         store_exec(db, "PRAGMA mmap_size = 1073741824") != STORE_OK))
+        log_warn("reminders: %s: cannot size the page cache: %s", who, store_errmsg(db));
+    return db;
+}
+
+static store *thread_db(notify_engine *e, const char *who)
+{
+    return e->shared ? e->shared : engine_db_open(e, who);
+}
+
+static void thread_db_close(notify_engine *e, store *db)
+{
+    if (db != e->shared) store_close(db);
+}
+
+static void *scanner_main(void *p)
+{
+    notify_engine *e = p;
+    store *db = thread_db(e, "scanner");
+    if (!db) return NULL;
     int64_t tick = e->o.window_ms / 4 < 200 ? e->o.window_ms / 4 : 200;
     if (tick < 10) tick = 10;
     int64_t next_beat = 0;
@@ -535,8 +563,10 @@ static void *scanner_main(void *p)
         write_unlock(e);
         claim_all(e, db, &next_beat);
     } while (sleep_until(e, base_now_ms() + tick));
+    write_lock(e);
     release_all(e, db);
-    store_close(db);
+    write_unlock(e);
+    thread_db_close(e, db);
     return NULL;
 }
 
@@ -776,15 +806,11 @@ out:
 static void *worker_main(void *p)
 {
     notify_engine *e = p;
-    char err[256];
-    store *db = store_open(e->o.db_url, err, sizeof err);
-    if (!db) {
-        log_error("reminders: delivery worker cannot open the database: %s", err);
-        return NULL;
-    }
+    store *db = thread_db(e, "delivery worker");
+    if (!db) return NULL;
     item *batch = malloc(NOTIFY_DELIVER_BATCH * sizeof *batch);
     if (!batch) {
-        store_close(db);
+        thread_db_close(e, db);
         return NULL;
     }
     pthread_mutex_lock(&e->mu);
@@ -823,7 +849,7 @@ static void *worker_main(void *p)
     }
     pthread_mutex_unlock(&e->mu);
     free(batch);
-    store_close(db);
+    thread_db_close(e, db);
     return NULL;
 }
 
@@ -882,6 +908,7 @@ static bool webhooks_present(const char *url)
 int notify_engine_start(notify_engine *e)
 {
     e->has_webhooks = webhooks_present(e->o.db_url);
+    if (e->serialize_writes && !(e->shared = engine_db_open(e, "engine"))) return -1;
     if (pthread_create(&e->scanner, NULL, scanner_main, e) != 0) {
         log_error("reminders: cannot start the scanner");
         return -1;
@@ -928,6 +955,7 @@ void notify_engine_free(notify_engine *e)
         e->results = next;
     }
     for (int i = 0; i < e->o.groups; i++) lease_hold_destroy(&e->groups[i].hold);
+    store_close(e->shared);
     pthread_mutex_destroy(&e->write_mu);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
