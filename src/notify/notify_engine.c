@@ -420,7 +420,9 @@ static void poll_outbox(notify_engine *e, store *db)
                  "WHERE state = 'pending' AND next_attempt_ms <= $1 ORDER BY next_attempt_ms LIMIT $3) "
                  "RETURNING id, channel, due_ms");
     store_bind_int64(st, 1, now);
-    store_bind_int64(st, 2, now + NOTIFY_SEND_HOLD_MS);
+    /* Short, like a fresh claim's: if this node dies too, the next taker
+     * should not wait long. A webhook/email send extends it when it starts. */
+    store_bind_int64(st, 2, now + NOTIFY_HOLD_MS);
     store_bind_int64(st, 3, NOTIFY_POLL_BATCH);
     item_buf buf = {0};
     int rc;
