@@ -11,6 +11,7 @@
 #include "base/base.h"
 #include "calendar/calendar_http.h"
 #include "jobs/jobs_http.h"
+#include "notify/notify_http.h"
 #include "users/users_http.h"
 
 static void *app_thread_init(void *p, int index)
@@ -76,6 +77,7 @@ http_server *app_http_new(app *a)
     users_http_register(s);
     calendar_http_register(s);
     jobs_http_register(s);
+    notify_http_register(s);
     return s;
 }
 
@@ -155,4 +157,43 @@ void app_jobs_stop(app *a)
     a->scheduler = NULL;
     jobs_registry_free(a->jobs);
     a->jobs = NULL;
+}
+
+int app_notify_start(app *a)
+{
+    channels_config cc = {.smtp_url = NULL, .smtp_from = "chime <noreply@localhost>", .allow_private = false,
+                          .timeout_ms = 10000, .max_in_flight = 256};
+    a->channels = channels_new(&cc);
+    if (!a->channels) {
+        log_error("reminders: cannot start the channels");
+        return -1;
+    }
+    notify_opts o = {.db_url = a->cfg.db, .node_id = a->node_id, .tz = a->tz, .shards = (int)a->cfg.reminder_shards,
+                     .groups = 64, .window_ms = a->cfg.reminder_window, .grace_ms = a->cfg.reminder_grace,
+                     .late_policy = strcmp(a->cfg.reminder_late_policy, "skip") == 0 ? NOTIFY_LATE_SKIP
+                                                                                    : NOTIFY_LATE_DELIVER,
+                     .workers = (int)a->cfg.delivery_workers, .max_attempts = (int)a->cfg.delivery_max_attempts,
+                     .backoff_ms = a->cfg.delivery_backoff, .lease_ttl_ms = a->cfg.lease_ttl,
+                     .heartbeat_ms = a->cfg.lease_heartbeat, .channels = a->channels};
+    a->notify = notify_engine_new(&o);
+    if (!a->notify || notify_engine_start(a->notify) != 0) {
+        app_notify_stop(a);
+        return -1;
+    }
+    return 0;
+}
+
+void app_notify_stop(app *a)
+{
+    notify_engine_free(a->notify); /* waits for its sends, so before the channels */
+    a->notify = NULL;
+    channels_free(a->channels);
+    a->channels = NULL;
+}
+
+void app_calendar_changed(app_thread *t)
+{
+    int done = 0;
+    if (notify_sync_dirty(t->db, t->app->tz, (int)t->app->cfg.reminder_shards, 64, &done) != STORE_OK)
+        log_warn("reminders not recomputed yet (the scanner will): %s", store_errmsg(t->db));
 }

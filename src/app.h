@@ -8,6 +8,8 @@
 #include "http/server.h"
 #include "jobs/builtin.h"
 #include "jobs/jobs.h"
+#include "notify/channels.h"
+#include "notify/notify.h"
 #include "store/store.h"
 #include "time/tz.h"
 #include "users/users.h"
@@ -24,6 +26,10 @@ typedef struct app {
     jobs_registry *jobs;
     jobs_scheduler *scheduler;
     jobs_cleanup_opts cleanup;
+    /* Reminders: the scanner and delivery workers, and the outbound
+     * channels they send webhooks and email through. */
+    channels *channels;
+    notify_engine *notify;
 } app;
 
 typedef struct app_thread {
@@ -42,5 +48,15 @@ int app_jobs_start(app *a);
 /* Stops the scheduler, releasing every lease this node holds, and frees
  * what app_jobs_start made. Safe to call when it was not started. */
 void app_jobs_stop(app *a);
+
+/* Starts the reminder engine (after app_jobs_start: it uses the node id
+ * and the node registry). Returns 0 or -1 (logged). */
+int app_notify_start(app *a);
+/* Stops it, releasing its leases; safe when it was not started. */
+void app_notify_stop(app *a);
+/* Called by the calendar's handlers after a write commits: recomputes the
+ * reminders of the events the write marked (the scanner would otherwise
+ * do it within a tick). Failures are logged, never the request's. */
+void app_calendar_changed(app_thread *t);
 
 #endif

@@ -55,6 +55,20 @@ static const opt_def opts[] = {
     NUM("bench-jobs", bench_jobs, OPT_INT, 0, 100000, "for bench/jobs: register N no-op jobs (default 0)"),
     NUM("bench-every", bench_every, OPT_INT, 1, 60,
         "for bench/jobs: seconds between runs of each, a divisor of 60 (default 60)"),
+    NUM("reminder-grace", reminder_grace, OPT_INT, 0, 7LL * 86400000,
+        "ms a reminder may be late before --reminder-late-policy applies (default 60000)"),
+    {"reminder-late-policy", OPT_STR, offsetof(chime_config, reminder_late_policy),
+     sizeof(((chime_config *)0)->reminder_late_policy), 0, 0,
+     "reminders found later than the grace: deliver (marked late, default) or skip (recorded missed)"},
+    NUM("reminder-shards", reminder_shards, OPT_INT, 1, 65536,
+        "micro-shards of the reminders, by organizer; keep it fixed for a database (default 1024)"),
+    NUM("reminder-window", reminder_window, OPT_INT, 10, 60000,
+        "ms ahead that the scanner claims due reminders into its timer (default 2000)"),
+    NUM("delivery-workers", delivery_workers, OPT_INT, 1, 64, "reminder delivery threads (default 2)"),
+    NUM("delivery-max-attempts", delivery_max_attempts, OPT_INT, 1, 100,
+        "attempts before a delivery is dead-lettered (default 8)"),
+    NUM("delivery-backoff", delivery_backoff, OPT_INT, 1, 3600000,
+        "ms before the first delivery retry; doubles each attempt, plus jitter (default 1000)"),
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -78,6 +92,13 @@ void config_defaults(chime_config *c)
     c->job_runners = 2;
     c->test_tick_job = -1;
     c->bench_every = 60;
+    c->reminder_grace = 60000;
+    strcpy(c->reminder_late_policy, "deliver");
+    c->reminder_shards = 1024;
+    c->reminder_window = 2000;
+    c->delivery_workers = 2;
+    c->delivery_max_attempts = 8;
+    c->delivery_backoff = 1000;
 }
 
 /* "2", "0.5", "1.25" seconds or "500ms", to whole milliseconds. */

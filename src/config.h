@@ -30,6 +30,14 @@ typedef struct chime_config {
     int64_t test_tick_job;  /* -1 off; else ms of pretend work per tick */
     int64_t bench_jobs;     /* bench/jobs: this many no-op jobs ... */
     int64_t bench_every;    /* ... each firing every this many seconds */
+    /* reminders (src/notify) */
+    int64_t reminder_grace;       /* ms late beyond which the late policy applies */
+    char reminder_late_policy[16];/* deliver | skip */
+    int64_t reminder_shards;
+    int64_t reminder_window;      /* ms ahead a scan claims */
+    int64_t delivery_workers;
+    int64_t delivery_max_attempts;
+    int64_t delivery_backoff;     /* ms before the first retry */
 } chime_config;
 
 void config_defaults(chime_config *c);

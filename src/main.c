@@ -60,6 +60,10 @@ static int load_config(chime_config *cfg, const char *verb, int argc, char **arg
     config_defaults(cfg);
     int rc = config_load(cfg, verb, argc, argv);
     if (rc != 0) return rc;
+    if (strcmp(cfg->reminder_late_policy, "deliver") != 0 && strcmp(cfg->reminder_late_policy, "skip") != 0) {
+        fprintf(stderr, "chime: reminder-late-policy must be deliver or skip\n");
+        return -1;
+    }
     static const char *levels[] = {"debug", "info", "warn", "error"};
     for (int i = 0; i < 4; i++)
         if (strcmp(cfg->log_level, levels[i]) == 0) {
@@ -120,7 +124,8 @@ static int cmd_serve(int argc, char **argv)
         free(a);
         return 1;
     }
-    if (app_jobs_start(a) != 0) {
+    if (app_jobs_start(a) != 0 || app_notify_start(a) != 0) {
+        app_jobs_stop(a);
         http_server_stop(a->http);
         http_server_free(a->http);
         tz_db_free(a->tz);
@@ -131,7 +136,9 @@ static int cmd_serve(int argc, char **argv)
     int sig = 0;
     sigwait(&set, &sig);
     log_info("received %s: finishing in-flight requests", sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    /* First hand the leases over, so other nodes take the jobs at once. */
+    /* First hand the leases over, so other nodes take the jobs and the
+     * reminder shards at once. */
+    app_notify_stop(a);
     app_jobs_stop(a);
     http_server_stop(a->http);
     http_server_free(a->http);

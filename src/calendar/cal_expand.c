@@ -54,6 +54,49 @@ bool cal_series_has_instance(cal_series *s, int64_t utc_ms, int64_t *local)
     return true;
 }
 
+static const cal_override *override_at(const cal_override *ovs, size_t novs, int64_t original_ms)
+{
+    size_t lo = 0, hi = novs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (ovs[mid].original_ms < original_ms) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < novs && ovs[lo].original_ms == original_ms ? &ovs[lo] : NULL;
+}
+
+bool cal_next_instance(cal_series *s, const cal_override *ovs, size_t novs, int64_t t_ms, int64_t *original_ms,
+                       int64_t *start_ms)
+{
+    if (strcmp(s->ev->status, "cancelled") == 0) return false;
+    bool found = false;
+    /* Moved instances may land anywhere, so each override is a candidate
+     * of its own; the series below skips every overridden instance. */
+    for (size_t i = 0; i < novs; i++) {
+        const cal_override *o = &ovs[i];
+        if (o->cancelled || strcmp(o->status, "cancelled") == 0 || o->start_ms < t_ms) continue;
+        if (found && o->start_ms >= *start_ms) continue;
+        *original_ms = o->original_ms;
+        *start_ms = o->start_ms;
+        found = true;
+    }
+    rrule_set_iter it;
+    int64_t local;
+    /* Two days of margin cover any UTC offset. */
+    int64_t floor_s = t_ms / 1000 - (t_ms % 1000 < 0);
+    rrule_set_iter_init(&it, &s->set, tz_utc_to_local(s->zone, floor_s) - 2 * 86400);
+    /* Bounded: a sub-daily rule may have many instances in the margin. */
+    for (int n = 0; n < 1000000 && rrule_set_iter_next(&it, &local); n++) {
+        int64_t start = cal_series_utc_ms(s, local);
+        if (found && start >= *start_ms) break;
+        if (start < t_ms || override_at(ovs, novs, start)) continue;
+        *original_ms = *start_ms = start;
+        found = true;
+        break;
+    }
+    return found;
+}
+
 int64_t cal_parse_instance_key(const cal_series *s, const char *text, size_t len)
 {
     civil_time t;

@@ -352,6 +352,22 @@ int cal_event_load(store *db, int64_t viewer, int64_t id, cal_event *out, bool *
     return CAL_OK;
 }
 
+int cal_event_load_any(store *db, int64_t id, cal_event *out, int64_t *owner)
+{
+    store_stmt *st = store_prepare(db, "SELECT " EVENT_COLS " FROM events e JOIN calendars c ON c.id = e.calendar_id "
+                                       "JOIN users u ON u.id = c.owner_id WHERE e.id = $1");
+    store_bind_int64(st, 1, id);
+    int rc = store_step(st);
+    if (rc == STORE_ROW) *owner = event_from_row(st, out);
+    store_reset(st);
+    if (rc != STORE_ROW) return rc == STORE_DONE ? CAL_NOT_FOUND : CAL_ERROR;
+    if (attendees_load(db, out) != CAL_OK) {
+        cal_event_free(out);
+        return CAL_ERROR;
+    }
+    return CAL_OK;
+}
+
 static int bind_event(store_stmt *st, const cal_event *e)
 {
     char start[16], end[16], rem[128];
@@ -563,6 +579,36 @@ int cal_override_load(store *db, int64_t event_id, int64_t original_ms, cal_over
     if (rc == STORE_ROW) override_from_row(st, out);
     store_reset(st);
     return rc == STORE_ROW ? CAL_OK : rc == STORE_DONE ? CAL_NOT_FOUND : CAL_ERROR;
+}
+
+int cal_overrides_load(store *db, int64_t event_id, cal_override **out, size_t *n)
+{
+    store_stmt *st = store_prepare(db, "SELECT " OVERRIDE_COLS " FROM event_overrides o "
+                                       "WHERE o.event_id = $1 ORDER BY o.original_ms");
+    store_bind_int64(st, 1, event_id);
+    size_t cap = 0;
+    int rc;
+    *out = NULL;
+    *n = 0;
+    while ((rc = store_step(st)) == STORE_ROW) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 8;
+            cal_override *grown = realloc(*out, cap * sizeof *grown);
+            if (!grown) {
+                rc = STORE_ERROR;
+                break;
+            }
+            *out = grown;
+        }
+        override_from_row(st, &(*out)[(*n)++]);
+    }
+    store_reset(st);
+    if (rc == STORE_DONE) return CAL_OK;
+    for (size_t i = 0; i < *n; i++) cal_override_free(&(*out)[i]);
+    free(*out);
+    *out = NULL;
+    *n = 0;
+    return CAL_ERROR;
 }
 
 int cal_override_save(store *db, const cal_override *o, bool all_day)

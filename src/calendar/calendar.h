@@ -135,6 +135,12 @@ int cal_event_load(store *db, int64_t viewer, int64_t id, cal_event *out, bool *
 /* Computes start_ms, duration and series_end from the wall times, zone and
  * recurrence. Returns 0, or -1 with a message naming what is wrong. */
 int cal_event_resolve(cal_event *e, tz_db *tz, char *err, size_t errlen, char *field, size_t fieldlen);
+/* Loads an event with its attendees whoever asks (for background work such
+ * as reminders); *owner is its calendar's owner. CAL_NOT_FOUND if gone. */
+int cal_event_load_any(store *db, int64_t id, cal_event *out, int64_t *owner);
+/* Every override of one event, ordered by original start; caller frees
+ * each (cal_override_free) and the array. */
+int cal_overrides_load(store *db, int64_t event_id, cal_override **out, size_t *n);
 /* Inserts (id 0: a new id) or replaces the row and its attendee list, in one
  * transaction; a new etag each time. CAL_CONFLICT on a duplicate ical_uid. */
 int cal_event_save(store *db, cal_event *e, bool insert);
@@ -176,6 +182,14 @@ int64_t cal_series_utc_ms(const cal_series *s, int64_t local);
 int64_t cal_series_end_ms(const cal_series *s, int64_t local_start);
 /* Is there an instance whose original start is utc_ms? Sets *local. */
 bool cal_series_has_instance(cal_series *s, int64_t utc_ms, int64_t *local);
+
+/* The first instance that starts at or after t_ms, overrides applied
+ * (ovs sorted by original start): moved instances count at their new start,
+ * cancelled ones and EXDATEs not at all; a cancelled event has none.
+ * Returns true and fills *original_ms and *start_ms, or false when the
+ * series has no such instance. Bounded: the series iterator jumps to t. */
+bool cal_next_instance(cal_series *s, const cal_override *ovs, size_t novs, int64_t t_ms, int64_t *original_ms,
+                       int64_t *start_ms);
 
 /* One item of a listing: an instance (or a single event). */
 typedef struct cal_item {

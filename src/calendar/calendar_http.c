@@ -893,22 +893,40 @@ bad:
     http_send_err(r, &e);
 }
 
+/* Writes then recompute the reminders of what they changed (the write's
+ * triggers marked the events; see src/notify). The thread is read before
+ * the handler runs: the request may be gone once it has answered. */
+#define THEN_REMINDERS(h)                                                                                   \
+    static void h##_reminders(http_req *r)                                                                  \
+    {                                                                                                       \
+        app_thread *t = r->thread;                                                                          \
+        h(r);                                                                                               \
+        app_calendar_changed(t);                                                                            \
+    }
+THEN_REMINDERS(handle_calendar_delete)
+THEN_REMINDERS(handle_event_create)
+THEN_REMINDERS(handle_event_patch)
+THEN_REMINDERS(handle_event_delete)
+THEN_REMINDERS(handle_instance_patch)
+THEN_REMINDERS(handle_instance_delete)
+THEN_REMINDERS(handle_rsvp)
+
 void calendar_http_register(http_server *s)
 {
     const unsigned A = HTTP_ROUTE_AUTH;
     http_route(s, HTTP_GET, "/v1/calendars", handle_calendars_list, A);
     http_route(s, HTTP_POST, "/v1/calendars", handle_calendar_create, A);
     http_route(s, HTTP_GET, "/v1/calendars/{id}", handle_calendar_get, A);
-    http_route(s, HTTP_DELETE, "/v1/calendars/{id}", handle_calendar_delete, A);
+    http_route(s, HTTP_DELETE, "/v1/calendars/{id}", handle_calendar_delete_reminders, A);
     http_route(s, HTTP_GET, "/v1/events", handle_events_list, A);
-    http_route(s, HTTP_POST, "/v1/events", handle_event_create, A);
+    http_route(s, HTTP_POST, "/v1/events", handle_event_create_reminders, A);
     http_route(s, HTTP_GET, "/v1/events/{id}", handle_event_get, A);
-    http_route(s, HTTP_PATCH, "/v1/events/{id}", handle_event_patch, A);
-    http_route(s, HTTP_DELETE, "/v1/events/{id}", handle_event_delete, A);
+    http_route(s, HTTP_PATCH, "/v1/events/{id}", handle_event_patch_reminders, A);
+    http_route(s, HTTP_DELETE, "/v1/events/{id}", handle_event_delete_reminders, A);
     http_route(s, HTTP_GET, "/v1/events/{id}/instances", handle_instances_list, A);
-    http_route(s, HTTP_PATCH, "/v1/events/{id}/instances/{original_start}", handle_instance_patch, A);
-    http_route(s, HTTP_DELETE, "/v1/events/{id}/instances/{original_start}", handle_instance_delete, A);
-    http_route(s, HTTP_POST, "/v1/events/{id}/rsvp", handle_rsvp, A);
+    http_route(s, HTTP_PATCH, "/v1/events/{id}/instances/{original_start}", handle_instance_patch_reminders, A);
+    http_route(s, HTTP_DELETE, "/v1/events/{id}/instances/{original_start}", handle_instance_delete_reminders, A);
+    http_route(s, HTTP_POST, "/v1/events/{id}/rsvp", handle_rsvp_reminders, A);
     http_route(s, HTTP_POST, "/v1/freebusy", handle_freebusy, A);
     ical_http_register(s);
 }

@@ -254,11 +254,20 @@ static void handle_import(http_req *r)
     http_send_json(r, 200, out);
 }
 
+/* An import then recomputes the reminders of what it wrote (see
+ * calendar_http.c's THEN_REMINDERS). */
+static void handle_import_reminders(http_req *r)
+{
+    app_thread *t = r->thread;
+    handle_import(r);
+    app_calendar_changed(t);
+}
+
 void ical_http_register(http_server *s)
 {
     const unsigned A = HTTP_ROUTE_AUTH;
     http_route(s, HTTP_GET, "/v1/calendars/{id}/export.ics", handle_export, A);
-    http_route(s, HTTP_POST, "/v1/calendars/{id}/import", handle_import, A);
+    http_route(s, HTTP_POST, "/v1/calendars/{id}/import", handle_import_reminders, A);
     http_route(s, HTTP_POST, "/v1/calendars/{id}/feed", handle_feed_create, A);
     http_route(s, HTTP_DELETE, "/v1/calendars/{id}/feed", handle_feed_delete, A);
     http_route(s, HTTP_GET, "/v1/feeds/{token}", handle_feed_get, HTTP_ROUTE_SECRET);

@@ -22,6 +22,86 @@ typedef struct migration {
     const char *sql_pg;
 } migration;
 
+#define REMINDERS_TABLES(SEQ_COL)                                                                          \
+    "CREATE TABLE reminders ("                                                                            \
+    " id BIGINT PRIMARY KEY,"                                                                             \
+    " event_id BIGINT NOT NULL REFERENCES events(id) ON DELETE CASCADE,"                                  \
+    " user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"                                    \
+    " method TEXT NOT NULL,"                                                                              \
+    " minutes_before INTEGER NOT NULL,"                                                                   \
+    " shard INTEGER NOT NULL,"                                                                            \
+    " single INTEGER NOT NULL DEFAULT 0,"                                                                 \
+    " floor_ms BIGINT NOT NULL,"                                                                          \
+    " next_fire_ms BIGINT,"                                                                               \
+    " occurrence_ms BIGINT,"                                                                              \
+    " start_ms BIGINT,"                                                                                   \
+    " UNIQUE (event_id, user_id, method, minutes_before));"                                               \
+    "CREATE INDEX reminders_due ON reminders(shard, next_fire_ms);"                                       \
+    "CREATE TABLE reminder_dirty ("                                                                       \
+    " event_id BIGINT PRIMARY KEY,"                                                                       \
+    " gen BIGINT NOT NULL,"                                                                               \
+    " marked_ms BIGINT NOT NULL);"                                                                              \
+    "CREATE TABLE deliveries ("                                                                           \
+    " id TEXT PRIMARY KEY,"                                                                               \
+    " reminder_id BIGINT NOT NULL,"                                                                       \
+    " event_id BIGINT NOT NULL,"                                                                          \
+    " user_id BIGINT NOT NULL,"                                                                           \
+    " channel TEXT NOT NULL,"                                                                             \
+    " endpoint_id BIGINT NOT NULL DEFAULT 0,"                                                             \
+    " summary TEXT NOT NULL,"                                                                             \
+    " occurrence_ms BIGINT NOT NULL,"                                                                     \
+    " due_ms BIGINT NOT NULL,"                                                                            \
+    " fired_ms BIGINT,"                                                                                   \
+    " late INTEGER NOT NULL DEFAULT 0,"                                                                   \
+    " state TEXT NOT NULL,"                                                                               \
+    " attempts INTEGER NOT NULL DEFAULT 0,"                                                               \
+    " next_attempt_ms BIGINT NOT NULL,"                                                                   \
+    " last_error TEXT,"                                                                                   \
+    " created_ms BIGINT NOT NULL,"                                                                        \
+    " updated_ms BIGINT NOT NULL);"                                                                       \
+    "CREATE INDEX deliveries_queue ON deliveries(state, next_attempt_ms);"                                \
+    "CREATE TABLE notifications ("                                                                        \
+    SEQ_COL ","                                                                                           \
+    " user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"                                    \
+    " delivery_id TEXT NOT NULL UNIQUE,"                                                                  \
+    " event_id BIGINT NOT NULL,"                                                                          \
+    " summary TEXT NOT NULL,"                                                                             \
+    " original_start_ms BIGINT NOT NULL,"                                                                 \
+    " due_ms BIGINT NOT NULL,"                                                                            \
+    " fired_ms BIGINT NOT NULL,"                                                                          \
+    " late INTEGER NOT NULL DEFAULT 0,"                                                                   \
+    " method TEXT NOT NULL,"                                                                              \
+    " read INTEGER NOT NULL DEFAULT 0,"                                                                   \
+    " created_ms BIGINT NOT NULL);"                                                                       \
+    "CREATE INDEX notifications_user ON notifications(user_id, seq);"
+
+/* SQLite: one trigger per table and operation. The mark is an upsert that
+ * bumps gen, so a drain that read gen N deletes the mark only if nobody
+ * marked the event again meanwhile; marked_ms keeps the first unsynced
+ * change's time, which is "now" for the rows it creates (so a crash before
+ * the recompute cannot push a reminder that was due meanwhile into the
+ * past, where it would never fire). */
+#define SQLITE_MARK(name, op, table, ref)                                                                  \
+    "CREATE TRIGGER " name " AFTER " op " ON " table " BEGIN INSERT INTO reminder_dirty (event_id, gen, "  \
+    "marked_ms) VALUES (" ref ", 1, CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)) "          \
+    "ON CONFLICT (event_id) DO UPDATE SET gen = gen + 1; END;"
+
+/* PostgreSQL: row triggers whose names sort before the foreign keys'
+ * "RI_ConstraintTrigger_..." so the mark is locked before cascaded reminder
+ * rows are, the same order the drain takes them in (no deadlock). */
+#define PG_MARK_FN(fn, col)                                                                                \
+    "CREATE FUNCTION " fn "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "                               \
+    "IF TG_OP <> 'INSERT' THEN INSERT INTO reminder_dirty (event_id, gen, marked_ms) VALUES (OLD." col      \
+    ", 1, (extract(epoch from clock_timestamp()) * 1000)::bigint) "                                        \
+    "ON CONFLICT (event_id) DO UPDATE SET gen = reminder_dirty.gen + 1; END IF; "                         \
+    "IF TG_OP <> 'DELETE' THEN INSERT INTO reminder_dirty (event_id, gen, marked_ms) VALUES (NEW." col      \
+    ", 1, (extract(epoch from clock_timestamp()) * 1000)::bigint) "                                        \
+    "ON CONFLICT (event_id) DO UPDATE SET gen = reminder_dirty.gen + 1; END IF; "                         \
+    "RETURN NULL; END $$;"
+#define PG_MARK(name, table, fn)                                                                           \
+    "CREATE TRIGGER \"" name "\" AFTER INSERT OR UPDATE OR DELETE ON " table                               \
+    " FOR EACH ROW EXECUTE FUNCTION " fn "();"
+
 static const migration migrations[] = {
     {1, "users",
      "CREATE TABLE users ("
@@ -151,6 +231,31 @@ static const migration migrations[] = {
      " epoch BIGINT NOT NULL,"
      " recorded_ms BIGINT NOT NULL)",
      NULL},
+    /* Reminders (src/notify): one row per (event, recipient, method,
+     * minutes_before) with its next fire time; reminder_dirty marks events
+     * whose rows must be recomputed -- written by triggers, so the mark
+     * commits with the calendar change that needs it whatever code made
+     * it; deliveries is the outbox (one row per recipient, channel and
+     * endpoint, keyed by a stable delivery id); notifications the in-app
+     * inbox, ordered by seq for "after CURSOR". */
+    {4, "reminders",
+     REMINDERS_TABLES(" seq INTEGER PRIMARY KEY")
+     SQLITE_MARK("events_mark_ins", "INSERT", "events", "NEW.id")
+     SQLITE_MARK("events_mark_upd", "UPDATE", "events", "NEW.id")
+     SQLITE_MARK("events_mark_del", "DELETE", "events", "OLD.id")
+     SQLITE_MARK("overrides_mark_ins", "INSERT", "event_overrides", "NEW.event_id")
+     SQLITE_MARK("overrides_mark_upd", "UPDATE", "event_overrides", "NEW.event_id")
+     SQLITE_MARK("overrides_mark_upd_old", "UPDATE", "event_overrides", "OLD.event_id")
+     SQLITE_MARK("overrides_mark_del", "DELETE", "event_overrides", "OLD.event_id")
+     SQLITE_MARK("attendees_mark_ins", "INSERT", "attendees", "NEW.event_id")
+     SQLITE_MARK("attendees_mark_upd", "UPDATE", "attendees", "NEW.event_id")
+     SQLITE_MARK("attendees_mark_del", "DELETE", "attendees", "OLD.event_id"),
+     REMINDERS_TABLES(" seq BIGSERIAL PRIMARY KEY")
+     PG_MARK_FN("reminder_mark_event", "id")
+     PG_MARK_FN("reminder_mark_child", "event_id")
+     PG_MARK("A_reminder_mark", "events", "reminder_mark_event")
+     PG_MARK("A_reminder_mark", "event_overrides", "reminder_mark_child")
+     PG_MARK("A_reminder_mark", "attendees", "reminder_mark_child")},
 };
 
 #define NMIGRATIONS ((int)(sizeof migrations / sizeof migrations[0]))

@@ -1,0 +1,96 @@
+/* notify.h -- reminders that fire on time and are never lost.
+ *
+ * Three stages, each durable in the database before the next begins:
+ *
+ *  1. Reminder rows (notify_sync.c). One row per (event, recipient, method,
+ *     minutes_before) holding its NEXT fire time and the instance it is
+ *     for. Calendar writes mark the event in reminder_dirty (triggers, in
+ *     the writer's own transaction); the request then recomputes the rows
+ *     (notify_sync_dirty) and the scanner drains any mark left behind, so a
+ *     crash between the two loses nothing.
+ *  2. Claims (notify_scan.c). Rows are split into shards by the
+ *     organizer's user id; shards into lease groups; each node holds some
+ *     groups' leases and scans only their shards. A claim -- the delivery
+ *     rows (outbox) plus the advance of next fire time to the following
+ *     instance -- is one transaction fenced by the group lease's epoch.
+ *  3. Delivery (notify_deliver.c). Claimed rows wait in an in-memory timer
+ *     heap and are delivered at their due time by worker threads; rows a
+ *     node claimed but never finished (crash, failure) are re-claimed from
+ *     the outbox once their next_attempt_ms passes. Retries back off
+ *     exponentially with jitter; after max_attempts a row is dead.
+ *
+ * Delivery is at least once; every delivery row has a stable id derived
+ * from (event, recipient, method, minutes_before, occurrence, channel,
+ * endpoint), so a redo inserts nothing new, and the in-app inbox is unique
+ * on it. */
+#ifndef CHIME_NOTIFY_H
+#define CHIME_NOTIFY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "calendar/calendar.h"
+#include "store/store.h"
+#include "time/tz.h"
+
+#define NOTIFY_ID_LEN 32 /* delivery ids: hex characters */
+
+/* Shard of an organizer: a mix of the id (ids are random, but the mix also
+ * spreads made-up ones such as benchmark ids), modulo shards. */
+int notify_shard_of(int64_t user_id, int shards);
+
+/* The stable delivery id (NOTIFY_ID_LEN hex digits + NUL). */
+void notify_delivery_id(int64_t event_id, int64_t user_id, const char *method, int minutes_before,
+                        int64_t occurrence_ms, const char *channel, int64_t endpoint_id,
+                        char out[NOTIFY_ID_LEN + 1]);
+
+/* Next fire of one reminder of a series: the first instance (overrides
+ * applied) whose fire time, start - minutes_before, is after floor_ms.
+ * Returns true with the fire time, the instance's original start and its
+ * start; false when the series has no such instance (finished). */
+bool notify_next_fire(cal_series *s, const cal_override *ovs, size_t novs, int minutes_before, int64_t floor_ms,
+                      int64_t *fire_ms, int64_t *original_ms, int64_t *start_ms);
+
+/* Recomputes one event's reminder rows in one transaction and clears its
+ * dirty mark (if nobody marked it again meanwhile). A deleted or cancelled
+ * event loses its rows. now_ms: rows new to the event fire only for
+ * instances after now, or after the change that marked it if earlier (a
+ * crash between a write and its recompute must not drop a due reminder). */
+int notify_sync_event(store *db, tz_db *tz, int shards, int64_t event_id, int64_t now_ms);
+/* Recomputes up to limit marked events; *done says how many. */
+int notify_sync_dirty(store *db, tz_db *tz, int shards, int limit, int *done);
+
+/* ---- the engine: scanner and delivery workers of one node ---- */
+
+typedef enum notify_late_policy { NOTIFY_LATE_DELIVER, NOTIFY_LATE_SKIP } notify_late_policy;
+
+typedef struct notify_opts {
+    const char *db_url;
+    const char *node_id;     /* the lease owner name (the jobs scheduler's node id) */
+    tz_db *tz;
+    int shards;              /* micro-shards (default 1024) */
+    int groups;              /* lease groups (default 64, at most shards) */
+    int64_t window_ms;       /* claim what is due within this (default 2000) */
+    int64_t grace_ms;        /* later than this is "late" (default 60000) */
+    notify_late_policy late_policy;
+    int workers;             /* delivery threads (default 2) */
+    int max_attempts;        /* then dead (default 8) */
+    int64_t backoff_ms;      /* first retry delay; doubles each attempt (default 1000) */
+    int64_t lease_ttl_ms;    /* group lease length (default 15000) */
+    int64_t heartbeat_ms;    /* renew/rebalance period (default 5000) */
+    struct channels *channels; /* webhook and email senders (borrowed) */
+} notify_opts;
+
+typedef struct notify_engine notify_engine;
+
+notify_engine *notify_engine_new(const notify_opts *o);
+/* Starts the scanner and the workers. Returns 0 or -1 (logged). */
+int notify_engine_start(notify_engine *e);
+/* Stops every thread and releases this node's group leases (so other
+ * nodes take the shards at once). Undelivered claims stay in the outbox. */
+void notify_engine_free(notify_engine *e);
+
+/* Lease groups this node holds now (for tests and /metrics). */
+int notify_engine_groups_held(notify_engine *e);
+
+#endif

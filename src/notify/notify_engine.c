@@ -1,0 +1,969 @@
+/* notify_engine.c -- one node's scanner and delivery workers.
+ *
+ * The scanner thread (its own connection) renews and rebalances the group
+ * leases, drains dirty marks, re-claims outbox rows whose next attempt is
+ * due, and claims what is due within the window in the shards of the
+ * groups it holds. Claimed deliveries go into a timer heap; worker threads
+ * (each with its own connection) pop them at their exact due time, write
+ * in-app ones to the inbox in batches and hand webhook and email ones to
+ * the channels, whose answers come back through a result list.
+ *
+ * A claimed delivery row carries next_attempt_ms = due + NOTIFY_HOLD_MS:
+ * if this node dies holding it, any node's outbox poll takes it over then.
+ * Every state change of a delivery row is guarded by state = 'pending', so
+ * a row delivered twice (a takeover racing a slow node) is recorded once,
+ * and the inbox's unique delivery id keeps the user from seeing it twice. */
+#include "notify/notify.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/base.h"
+#include "jobs/lease.h"
+#include "jobs/nodes.h"
+#include "notify/channels.h"
+
+#define NOTIFY_HOLD_MS 3000      /* a claim is private to its node this long past due */
+#define NOTIFY_SEND_HOLD_MS 60000/* an in-flight webhook/email send, likewise */
+#define NOTIFY_CLAIM_BATCH 500   /* reminder rows per claim transaction */
+#define NOTIFY_DELIVER_BATCH 512 /* in-app deliveries per transaction */
+#define NOTIFY_POLL_BATCH 500    /* outbox rows re-claimed per poll */
+#define NOTIFY_HEAP_MAX 400000   /* claims held in memory; beyond, the scanner waits */
+
+typedef struct item {
+    int64_t fire_at;  /* when to deliver (heap key) */
+    int64_t due_ms;
+    char id[NOTIFY_ID_LEN + 1];
+    char channel[8];
+} item;
+
+typedef struct result {
+    struct result *next;
+    char id[NOTIFY_ID_LEN + 1];
+    bool ok;
+    char error[200];
+} result;
+
+typedef struct send_ctx {
+    notify_engine *e;
+    char id[NOTIFY_ID_LEN + 1];
+} send_ctx;
+
+typedef struct group {
+    lease_hold hold;
+    uint64_t tenure;
+    bool held; /* as the scanner last saw it */
+} group;
+
+struct notify_engine {
+    notify_opts o;
+    char owner[LEASE_OWNER_MAX + 1];
+    group *groups;
+    int per_group;
+    pthread_t scanner;
+    pthread_t *workers;
+    int nworkers_started;
+    bool scanner_started;
+    bool has_webhooks;
+    /* SQLite has one writer at a time; a writer that finds the lock taken
+     * sleeps in SQLite's busy handler (up to 100 ms a nap), which is what
+     * lateness is made of. Our threads queue on this mutex instead and
+     * wake the moment the previous transaction ends. */
+    bool serialize_writes;
+    pthread_mutex_t write_mu;
+    /* SQLite: the one connection all the engine's threads use, under
+     * write_mu. Separate connections would each find their page cache
+     * stale after every commit of another and re-read the pages. */
+    store *shared;
+    pthread_mutex_t mu; /* guards everything below */
+    pthread_cond_t cv;  /* workers: heap or results changed, or stopping */
+    pthread_cond_t idle;/* free: no send in flight */
+    bool stopping;
+    item *heap;
+    size_t nheap, capheap;
+    result *results;
+    int in_flight;      /* channel sends whose done has not come */
+    int groups_held;
+};
+
+static void write_lock(notify_engine *e)
+{
+    if (e->serialize_writes) pthread_mutex_lock(&e->write_mu);
+}
+
+static void write_unlock(notify_engine *e)
+{
+    if (e->serialize_writes) pthread_mutex_unlock(&e->write_mu);
+}
+
+/* ---- the timer heap (mu held) ------------------------------------------- */
+
+static void heap_swap(item *h, size_t a, size_t b)
+{
+    item t = h[a];
+    h[a] = h[b];
+    h[b] = t;
+}
+
+static bool heap_push(notify_engine *e, const item *it)
+{
+    if (e->nheap == e->capheap) {
+        size_t cap = e->capheap ? e->capheap * 2 : 1024;
+        item *grown = realloc(e->heap, cap * sizeof *grown);
+        if (!grown) return false;
+        e->heap = grown;
+        e->capheap = cap;
+    }
+    size_t i = e->nheap++;
+    e->heap[i] = *it;
+    while (i > 0 && e->heap[(i - 1) / 2].fire_at > e->heap[i].fire_at) {
+        heap_swap(e->heap, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+    return true;
+}
+
+static item heap_pop(notify_engine *e)
+{
+    item top = e->heap[0];
+    e->heap[0] = e->heap[--e->nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < e->nheap && e->heap[l].fire_at < e->heap[m].fire_at) m = l;
+        if (r < e->nheap && e->heap[r].fire_at < e->heap[m].fire_at) m = r;
+        if (m == i) break;
+        heap_swap(e->heap, i, m);
+        i = m;
+    }
+    return top;
+}
+
+static void enqueue(notify_engine *e, const item *items, size_t n)
+{
+    if (n == 0) return;
+    pthread_mutex_lock(&e->mu);
+    for (size_t i = 0; i < n; i++)
+        if (!heap_push(e, &items[i])) break; /* the outbox keeps it; a poll finds it */
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* ---- claiming ----------------------------------------------------------- */
+
+typedef struct due_row {
+    int64_t id, event_id, user_id, next_fire, occurrence;
+    int minutes;
+    bool single;
+    char method[8];
+    char *summary;
+} due_row;
+
+typedef struct item_buf {
+    item *v;
+    size_t n, cap;
+} item_buf;
+
+static bool buf_add(item_buf *b, const item *it)
+{
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        item *grown = realloc(b->v, cap * sizeof *grown);
+        if (!grown) return false;
+        b->v = grown;
+        b->cap = cap;
+    }
+    b->v[b->n++] = *it;
+    return true;
+}
+
+/* The reminder's following fire time after `fired` (the periodic case). */
+static int advance_of(notify_engine *e, store *db, const due_row *r, bool *has, int64_t *fire, int64_t *orig,
+                      int64_t *start)
+{
+    *has = false;
+    if (r->single) return STORE_OK;
+    cal_event ev;
+    int64_t owner;
+    int rc = cal_event_load_any(db, r->event_id, &ev, &owner);
+    if (rc == CAL_NOT_FOUND) return STORE_OK;
+    if (rc != CAL_OK) return STORE_ERROR;
+    cal_override *ovs = NULL;
+    size_t novs = 0;
+    if (cal_overrides_load(db, r->event_id, &ovs, &novs) != CAL_OK) {
+        cal_event_free(&ev);
+        return STORE_ERROR;
+    }
+    cal_series s;
+    char err[160];
+    if (cal_series_init(&s, &ev, e->o.tz, err, sizeof err) == 0)
+        *has = notify_next_fire(&s, ovs, novs, r->minutes, r->next_fire, fire, orig, start);
+    for (size_t i = 0; i < novs; i++) cal_override_free(&ovs[i]);
+    free(ovs);
+    cal_event_free(&ev);
+    return STORE_OK;
+}
+
+/* Inserts one delivery row; *inserted is false when it already existed. */
+static int delivery_insert(store *db, const due_row *r, const char *channel, int64_t endpoint, bool missed,
+                           int64_t now, char id[NOTIFY_ID_LEN + 1], bool *inserted)
+{
+    notify_delivery_id(r->event_id, r->user_id, r->method, r->minutes, r->occurrence, channel, endpoint, id);
+    store_stmt *st = store_prepare(
+        db, "INSERT INTO deliveries (id, reminder_id, event_id, user_id, channel, endpoint_id, summary, "
+            "occurrence_ms, due_ms, late, state, attempts, next_attempt_ms, created_ms, updated_ms) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $13) ON CONFLICT (id) DO NOTHING");
+    store_bind_str(st, 1, id);
+    store_bind_int64(st, 2, r->id);
+    store_bind_int64(st, 3, r->event_id);
+    store_bind_int64(st, 4, r->user_id);
+    store_bind_str(st, 5, channel);
+    store_bind_int64(st, 6, endpoint);
+    store_bind_str(st, 7, r->summary ? r->summary : "");
+    store_bind_int64(st, 8, r->occurrence);
+    store_bind_int64(st, 9, r->next_fire);
+    store_bind_int64(st, 10, missed);
+    store_bind_str(st, 11, missed ? "missed" : "pending");
+    store_bind_int64(st, 12, r->next_fire + NOTIFY_HOLD_MS);
+    store_bind_int64(st, 13, now);
+    int rc = store_step(st);
+    *inserted = rc == STORE_DONE && store_changes(st) == 1;
+    store_reset(st);
+    return rc == STORE_DONE ? STORE_OK : rc;
+}
+
+/* The user's webhook endpoints (the channels branch's table). */
+static int webhook_ids(store *db, int64_t user, int64_t *ids, int max, int *n)
+{
+    store_stmt *st = store_prepare(db, "SELECT id, url, secret FROM webhooks WHERE user_id = $1");
+    store_bind_int64(st, 1, user);
+    int rc;
+    *n = 0;
+    while ((rc = store_step(st)) == STORE_ROW)
+        if (*n < max) ids[(*n)++] = store_col_int64(st, 0);
+    store_reset(st);
+    return rc == STORE_DONE ? STORE_OK : rc;
+}
+
+/* Inside the fenced transaction: advance one reminder and write its
+ * delivery rows. */
+static int claim_row(notify_engine *e, store *db, const due_row *r, int64_t now, item_buf *out)
+{
+    bool has;
+    int64_t fire = 0, orig = 0, start = 0;
+    int rc = advance_of(e, db, r, &has, &fire, &orig, &start);
+    if (rc != STORE_OK) return rc;
+    store_stmt *st = store_prepare(db, "UPDATE reminders SET floor_ms = $3, next_fire_ms = $4, occurrence_ms = $5, "
+                                       "start_ms = $6 WHERE id = $1 AND next_fire_ms = $2");
+    store_bind_int64(st, 1, r->id);
+    store_bind_int64(st, 2, r->next_fire);
+    store_bind_int64(st, 3, r->next_fire);
+    if (has) {
+        store_bind_int64(st, 4, fire);
+        store_bind_int64(st, 5, orig);
+        store_bind_int64(st, 6, start);
+    } else {
+        store_bind_null(st, 4);
+        store_bind_null(st, 5);
+        store_bind_null(st, 6);
+    }
+    rc = store_step(st);
+    int64_t changed = store_changes(st);
+    store_reset(st);
+    if (rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
+    if (changed == 0) return STORE_OK; /* recomputed meanwhile: the new row is scanned again */
+    bool missed = now - r->next_fire > e->o.grace_ms && e->o.late_policy == NOTIFY_LATE_SKIP;
+    int64_t endpoints[16] = {0};
+    int nend = 1;
+    const char *channel = "inapp";
+    if (strcmp(r->method, "email") == 0) channel = "email";
+    else if (strcmp(r->method, "webhook") == 0) {
+        channel = "webhook";
+        nend = 0;
+        if (e->has_webhooks && (rc = webhook_ids(db, r->user_id, endpoints, 16, &nend)) != STORE_OK) return rc;
+    }
+    for (int i = 0; i < nend; i++) {
+        item it = {.fire_at = r->next_fire, .due_ms = r->next_fire};
+        bool inserted;
+        rc = delivery_insert(db, r, channel, endpoints[i], missed, now, it.id, &inserted);
+        if (rc != STORE_OK) return rc;
+        snprintf(it.channel, sizeof it.channel, "%s", channel);
+        if (inserted && !missed && !buf_add(out, &it)) return STORE_ERROR;
+    }
+    return STORE_OK;
+}
+
+static void rows_free(due_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(rows[i].summary);
+}
+
+/* One fenced claim transaction over a group's shards. Returns how many
+ * reminder rows it claimed, or < 0. */
+static int claim_batch(notify_engine *e, store *db, group *g, int gi, int64_t now, item_buf *out)
+{
+    int64_t epoch;
+    int rc = lease_hold_fence_begin(db, &g->hold, g->tenure, &epoch);
+    if (rc == LEASE_LOST) {
+        g->held = false;
+        return -1;
+    }
+    if (rc != LEASE_OK) return -1;
+    /* One shard at a time: each is a seek on (shard, next_fire_ms), where
+     * a range of shards would scan every row of the group. */
+    static __thread due_row rows[NOTIFY_CLAIM_BATCH];
+    size_t n = 0;
+    rc = STORE_DONE;
+    int64_t lo = (int64_t)gi * e->per_group, hi = lo + e->per_group;
+    if (hi > e->o.shards) hi = e->o.shards;
+    for (int64_t shard = lo; shard < hi && n < NOTIFY_CLAIM_BATCH && rc == STORE_DONE; shard++) {
+        store_stmt *st = store_prepare(
+            db, "SELECT r.id, r.event_id, r.user_id, r.method, r.minutes_before, r.single, r.next_fire_ms, "
+                "r.occurrence_ms, e.summary FROM reminders r JOIN events e ON e.id = r.event_id "
+                "WHERE r.shard = $1 AND r.next_fire_ms <= $2 ORDER BY r.next_fire_ms LIMIT $3");
+        store_bind_int64(st, 1, shard);
+        store_bind_int64(st, 2, now + e->o.window_ms);
+        store_bind_int64(st, 3, (int64_t)(NOTIFY_CLAIM_BATCH - n));
+        while (n < NOTIFY_CLAIM_BATCH && (rc = store_step(st)) == STORE_ROW) {
+            due_row *r = &rows[n++];
+            r->id = store_col_int64(st, 0);
+            r->event_id = store_col_int64(st, 1);
+            r->user_id = store_col_int64(st, 2);
+            snprintf(r->method, sizeof r->method, "%s", store_col_text(st, 3));
+            r->minutes = (int)store_col_int64(st, 4);
+            r->single = store_col_int64(st, 5) != 0;
+            r->next_fire = store_col_int64(st, 6);
+            r->occurrence = store_col_int64(st, 7);
+            r->summary = strdup(store_col_text(st, 8));
+        }
+        if (rc == STORE_ROW) rc = STORE_DONE; /* batch full */
+        store_reset(st);
+    }
+    size_t before = out->n;
+    if (rc < 0) goto fail;
+    for (size_t i = 0; i < n; i++)
+        if ((rc = claim_row(e, db, &rows[i], now, out)) != STORE_OK) goto fail;
+    rows_free(rows, n);
+    if (lease_hold_fence_end(db, &g->hold, true) != STORE_OK) {
+        out->n = before;
+        return -1;
+    }
+    return (int)n;
+fail:
+    log_warn("reminders: claim in group %d failed: %s", gi, store_errmsg(db));
+    rows_free(rows, n);
+    out->n = before;
+    lease_hold_fence_end(db, &g->hold, false);
+    return -1;
+}
+
+static size_t heap_size(notify_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    size_t n = e->nheap;
+    pthread_mutex_unlock(&e->mu);
+    return n;
+}
+
+static void rebalance(notify_engine *e, store *db);
+
+/* Renews the leases when a heartbeat is due: also between claims, since a
+ * busy pass over the groups may take longer than a heartbeat. */
+static void heartbeat_if_due(notify_engine *e, store *db, int64_t *next_beat)
+{
+    int64_t now = base_now_ms();
+    if (now < *next_beat) return;
+    write_lock(e);
+    rebalance(e, db);
+    write_unlock(e);
+    *next_beat = now + e->o.heartbeat_ms;
+}
+
+static void claim_all(notify_engine *e, store *db, int64_t *next_beat)
+{
+    item_buf buf = {0};
+    for (int gi = 0; gi < e->o.groups; gi++) {
+        heartbeat_if_due(e, db, next_beat);
+        group *g = &e->groups[gi];
+        if (!g->held) continue;
+        for (;;) {
+            if (heap_size(e) >= NOTIFY_HEAP_MAX) break;
+            heartbeat_if_due(e, db, next_beat);
+            write_lock(e);
+            int n = claim_batch(e, db, g, gi, base_now_ms(), &buf);
+            write_unlock(e);
+            enqueue(e, buf.v, buf.n);
+            buf.n = 0;
+            if (n < NOTIFY_CLAIM_BATCH) break;
+        }
+    }
+    free(buf.v);
+}
+
+/* Outbox rows whose next attempt is due: retries, and claims of a node
+ * that died. Taken with SKIP LOCKED so nodes split them. */
+static void poll_outbox(notify_engine *e, store *db)
+{
+    bool pg = store_backend_of(db) == STORE_PG;
+    int64_t now = base_now_ms();
+    if (store_begin(db) != STORE_OK) return;
+    store_stmt *st = store_prepare(
+        db, pg ? "UPDATE deliveries SET next_attempt_ms = $2 WHERE id IN (SELECT id FROM deliveries "
+                 "WHERE state = 'pending' AND next_attempt_ms <= $1 ORDER BY next_attempt_ms LIMIT $3 "
+                 "FOR UPDATE SKIP LOCKED) RETURNING id, channel, due_ms"
+               : "UPDATE deliveries SET next_attempt_ms = $2 WHERE id IN (SELECT id FROM deliveries "
+                 "WHERE state = 'pending' AND next_attempt_ms <= $1 ORDER BY next_attempt_ms LIMIT $3) "
+                 "RETURNING id, channel, due_ms");
+    store_bind_int64(st, 1, now);
+    /* Short, like a fresh claim's: if this node dies too, the next taker
+     * should not wait long. A webhook/email send extends it when it starts. */
+    store_bind_int64(st, 2, now + NOTIFY_HOLD_MS);
+    store_bind_int64(st, 3, NOTIFY_POLL_BATCH);
+    item_buf buf = {0};
+    int rc;
+    while ((rc = store_step(st)) == STORE_ROW) {
+        item it = {.fire_at = now, .due_ms = store_col_int64(st, 2)};
+        snprintf(it.id, sizeof it.id, "%s", store_col_text(st, 0));
+        snprintf(it.channel, sizeof it.channel, "%s", store_col_text(st, 1));
+        if (!buf_add(&buf, &it)) break;
+    }
+    store_reset(st);
+    if (rc == STORE_DONE && store_commit(db) == STORE_OK) {
+        if (buf.n) log_info("reminders: took over %zu outbox rows", buf.n);
+        enqueue(e, buf.v, buf.n);
+    } else {
+        store_rollback(db);
+    }
+    free(buf.v);
+}
+
+/* ---- leases ------------------------------------------------------------- */
+
+static int count_held(notify_engine *e)
+{
+    int n = 0;
+    for (int i = 0; i < e->o.groups; i++) n += e->groups[i].held;
+    return n;
+}
+
+/* Renews what we hold, then moves toward an equal share: ceil(groups /
+ * live nodes). Surplus is released at once, so a joining node finds free
+ * groups at its next heartbeat; a dead node's expire after the lease TTL. */
+static void rebalance(notify_engine *e, store *db)
+{
+    /* One transaction for every renewal: one commit (one fsync on SQLite)
+     * per heartbeat, not one per group. Should it fail, the holds' epochs
+     * are ahead of the database and the next fence ends those tenures. */
+    bool tx = store_begin(db) == STORE_OK;
+    for (int i = 0; i < e->o.groups; i++) {
+        group *g = &e->groups[i];
+        if (!g->held) continue;
+        int rc = lease_hold_renew(db, &g->hold, e->o.lease_ttl_ms);
+        if (rc == LEASE_LOST || !lease_hold_valid(&g->hold, g->tenure)) {
+            log_warn("reminders: lost lease group %d", i);
+            g->held = false;
+        }
+    }
+    if (tx && store_commit(db) != STORE_OK) log_warn("reminders: lease renewals failed: %s", store_errmsg(db));
+    int64_t live = 1;
+    if (nodes_live_count(db, e->o.lease_ttl_ms, &live) < 0 || live < 1) live = 1;
+    int target = (int)((e->o.groups + live - 1) / live);
+    int held = count_held(e);
+    unsigned char r[2];
+    base_random(r, sizeof r);
+    int start = (r[0] | r[1] << 8) % e->o.groups;
+    for (int k = 0; k < e->o.groups && held < target; k++) {
+        group *g = &e->groups[(start + k) % e->o.groups];
+        if (g->held) continue;
+        if (lease_hold_acquire(db, &g->hold, e->o.lease_ttl_ms, &g->tenure) == LEASE_OK) {
+            g->held = true;
+            held++;
+        }
+    }
+    for (int i = e->o.groups - 1; i >= 0 && held > target; i--) {
+        group *g = &e->groups[i];
+        if (!g->held) continue;
+        lease_hold_release(db, &g->hold);
+        g->held = false;
+        held--;
+    }
+    pthread_mutex_lock(&e->mu);
+    e->groups_held = held;
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void release_all(notify_engine *e, store *db)
+{
+    for (int i = 0; i < e->o.groups; i++)
+        if (e->groups[i].held) {
+            lease_hold_release(db, &e->groups[i].hold);
+            e->groups[i].held = false;
+        }
+}
+
+/* ---- the scanner thread ------------------------------------------------- */
+
+static bool sleep_until(notify_engine *e, int64_t wake_ms)
+{
+    struct timespec ts = {.tv_sec = wake_ms / 1000, .tv_nsec = (wake_ms % 1000) * 1000000};
+    pthread_mutex_lock(&e->mu);
+    while (!e->stopping && base_now_ms() < wake_ms)
+        if (pthread_cond_timedwait(&e->cv, &e->mu, &ts) == ETIMEDOUT) break;
+    bool stop = e->stopping;
+    pthread_mutex_unlock(&e->mu);
+    return !stop;
+}
+
+/* The engine's connections touch the big tables' indexes at random keys
+ * (delivery ids are hashes): give SQLite a page cache that holds them
+ * rather than its 2 MB default, and map the file rather than copy pages. */
+static store *engine_db_open(notify_engine *e, const char *who)
+{
+    char err[256];
+    store *db = store_open(e->o.db_url, err, sizeof err);
+    if (!db) {
+        log_error("reminders: %s cannot open the database: %s", who, err);
+        return NULL;
+    }
+    if (store_backend_of(db) == STORE_SQLITE &&
+        (store_exec(db, "PRAGMA cache_size = -131072") != STORE_OK ||
+         store_exec(db, "PRAGMA mmap_size = 1073741824") != STORE_OK))
+        log_warn("reminders: %s: cannot size the page cache: %s", who, store_errmsg(db));
+    return db;
+}
+
+static store *thread_db(notify_engine *e, const char *who)
+{
+    return e->shared ? e->shared : engine_db_open(e, who);
+}
+
+static void thread_db_close(notify_engine *e, store *db)
+{
+    if (db != e->shared) store_close(db);
+}
+
+static void *scanner_main(void *p)
+{
+    notify_engine *e = p;
+    store *db = thread_db(e, "scanner");
+    if (!db) return NULL;
+    int64_t tick = e->o.window_ms / 4 < 200 ? e->o.window_ms / 4 : 200;
+    if (tick < 10) tick = 10;
+    int64_t next_beat = 0;
+    do {
+        heartbeat_if_due(e, db, &next_beat);
+        write_lock(e);
+        int done;
+        if (notify_sync_dirty(db, e->o.tz, e->o.shards, 256, &done) != STORE_OK)
+            log_warn("reminders: recomputing marked events failed: %s", store_errmsg(db));
+        poll_outbox(e, db);
+        write_unlock(e);
+        claim_all(e, db, &next_beat);
+    } while (sleep_until(e, base_now_ms() + tick));
+    write_lock(e);
+    release_all(e, db);
+    write_unlock(e);
+    thread_db_close(e, db);
+    return NULL;
+}
+
+/* ---- delivery ----------------------------------------------------------- */
+
+static bool is_late(notify_engine *e, const item *it, int64_t now)
+{
+    return now - it->due_ms > e->o.grace_ms;
+}
+
+/* In-app: the inbox row and the delivery's state in one statement pair;
+ * a delivery whose reminder is gone (event deleted, attendee declined) is
+ * cancelled instead. */
+static int deliver_inapp(notify_engine *e, store *db, const item *it, int64_t now)
+{
+    bool late = is_late(e, it, now);
+    store_stmt *st;
+    int rc;
+    if (late && e->o.late_policy == NOTIFY_LATE_SKIP) {
+        st = store_prepare(db, "UPDATE deliveries SET state = 'missed', late = 1, updated_ms = $2 "
+                               "WHERE id = $1 AND state = 'pending'");
+        store_bind_str(st, 1, it->id);
+        store_bind_int64(st, 2, now);
+        rc = store_step(st);
+        store_reset(st);
+        return rc == STORE_DONE ? STORE_OK : rc;
+    }
+    st = store_prepare(
+        db, "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, due_ms, "
+            "fired_ms, late, method, read, created_ms) SELECT d.user_id, d.id, d.event_id, d.summary, "
+            "d.occurrence_ms, d.due_ms, $2, $3, 'push', 0, $2 FROM deliveries d WHERE d.id = $1 AND "
+            "d.state = 'pending' AND EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id) "
+            "ON CONFLICT (delivery_id) DO NOTHING");
+    store_bind_str(st, 1, it->id);
+    store_bind_int64(st, 2, now);
+    store_bind_int64(st, 3, late);
+    rc = store_step(st);
+    store_reset(st);
+    if (rc != STORE_DONE) return rc;
+    st = store_prepare(db, "UPDATE deliveries SET state = CASE WHEN EXISTS (SELECT 1 FROM reminders r WHERE "
+                           "r.id = deliveries.reminder_id) THEN 'done' ELSE 'cancelled' END, fired_ms = $2, "
+                           "late = $3, attempts = attempts + 1, updated_ms = $2 WHERE id = $1 AND state = 'pending'");
+    store_bind_str(st, 1, it->id);
+    store_bind_int64(st, 2, now);
+    store_bind_int64(st, 3, late);
+    rc = store_step(st);
+    store_reset(st);
+    return rc == STORE_DONE ? STORE_OK : rc;
+}
+
+static void deliver_inapp_batch(notify_engine *e, store *db, const item *its, size_t n)
+{
+    if (n == 0) return;
+    write_lock(e);
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int rc = store_begin(db);
+        for (size_t i = 0; i < n && rc == STORE_OK; i++) rc = deliver_inapp(e, db, &its[i], base_now_ms());
+        if (rc == STORE_OK && store_commit(db) == STORE_OK) break;
+        store_rollback(db);
+        log_warn("reminders: in-app delivery batch failed: %s", store_errmsg(db));
+    }
+    write_unlock(e);
+    /* Left pending: the outbox poll retries them after the hold. */
+}
+
+static void send_done(void *ctx, bool ok, int http_status, const char *error)
+{
+    send_ctx *sc = ctx;
+    notify_engine *e = sc->e;
+    result *r = calloc(1, sizeof *r);
+    pthread_mutex_lock(&e->mu);
+    if (r) {
+        snprintf(r->id, sizeof r->id, "%s", sc->id);
+        r->ok = ok;
+        if (!ok) snprintf(r->error, sizeof r->error, "%s (status %d)", error ? error : "failed", http_status);
+        r->next = e->results;
+        e->results = r;
+    }
+    if (--e->in_flight == 0) pthread_cond_broadcast(&e->idle);
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    free(sc);
+}
+
+/* Records a failed attempt: back off (doubling, with up to half again of
+ * jitter so failing receivers are not hit in lockstep) or dead-letter. */
+static int record_failure(notify_engine *e, store *db, const char *id, const char *error)
+{
+    int64_t attempts = 0;
+    store_stmt *st = store_prepare(db, "SELECT attempts FROM deliveries WHERE id = $1 AND state = 'pending'");
+    store_bind_str(st, 1, id);
+    int rc = store_step(st);
+    if (rc == STORE_ROW) attempts = store_col_int64(st, 0) + 1;
+    store_reset(st);
+    if (rc != STORE_ROW) return rc == STORE_DONE ? STORE_OK : rc;
+    int64_t now = base_now_ms();
+    int shift = attempts - 1 < 20 ? (int)attempts - 1 : 20;
+    int64_t delay = e->o.backoff_ms << shift;
+    if (delay > 3600000) delay = 3600000;
+    unsigned char j[4];
+    base_random(j, sizeof j);
+    uint32_t jr = (uint32_t)j[0] | (uint32_t)j[1] << 8 | (uint32_t)j[2] << 16 | (uint32_t)j[3] << 24;
+    delay += (int64_t)(jr % (uint32_t)(delay / 2 + 1));
+    bool dead = attempts >= e->o.max_attempts;
+    st = store_prepare(db, "UPDATE deliveries SET attempts = $2, state = $3, next_attempt_ms = $4, last_error = $5, "
+                           "updated_ms = $6 WHERE id = $1 AND state = 'pending'");
+    store_bind_str(st, 1, id);
+    store_bind_int64(st, 2, attempts);
+    store_bind_str(st, 3, dead ? "dead" : "pending");
+    store_bind_int64(st, 4, now + delay);
+    store_bind_str(st, 5, error);
+    store_bind_int64(st, 6, now);
+    rc = store_step(st);
+    store_reset(st);
+    if (dead) log_warn("reminders: delivery %s dead after %lld attempts: %s", id, (long long)attempts, error);
+    return rc == STORE_DONE ? STORE_OK : rc;
+}
+
+static void apply_result(notify_engine *e, store *db, const result *r)
+{
+    int rc;
+    if (r->ok) {
+        store_stmt *st = store_prepare(db, "UPDATE deliveries SET state = 'done', attempts = attempts + 1, "
+                                           "updated_ms = $2 WHERE id = $1 AND state = 'pending'");
+        store_bind_str(st, 1, r->id);
+        store_bind_int64(st, 2, base_now_ms());
+        rc = store_step(st);
+        store_reset(st);
+    } else {
+        rc = record_failure(e, db, r->id, r->error);
+    }
+    if (rc < 0) log_warn("reminders: cannot record delivery %s: %s", r->id, store_errmsg(db));
+}
+
+static int set_state(store *db, const char *id, const char *state, int64_t now)
+{
+    store_stmt *st = store_prepare(db, "UPDATE deliveries SET state = $2, updated_ms = $3 WHERE id = $1 AND "
+                                       "state = 'pending'");
+    store_bind_str(st, 1, id);
+    store_bind_str(st, 2, state);
+    store_bind_int64(st, 3, now);
+    int rc = store_step(st);
+    store_reset(st);
+    return rc;
+}
+
+static json_t *payload_of(store_stmt *st, const item *it, bool late, int64_t now, const char *method)
+{
+    char ev[17], user[17], orig[32], due[32], fired[32];
+    base_id_format(store_col_int64(st, 1), ev);
+    base_id_format(store_col_int64(st, 0), user);
+    base_format_rfc3339_ms(store_col_int64(st, 3), orig, sizeof orig);
+    base_format_rfc3339_ms(it->due_ms, due, sizeof due);
+    base_format_rfc3339_ms(now, fired, sizeof fired);
+    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "delivery_id", it->id, "event_id", ev, "summary",
+                          store_col_text(st, 2), "original_start", orig, "due", due, "fired", fired, "user_id", user,
+                          "method", method);
+    if (j && late) json_object_set_new(j, "late", json_true());
+    return j;
+}
+
+/* Webhook and email: read what to send, push the next attempt past the
+ * send's own timeout, and hand it to the channel. */
+static void deliver_async(notify_engine *e, store *db, const item *it)
+{
+    int64_t now = base_now_ms();
+    bool late = is_late(e, it, now);
+    bool webhook = strcmp(it->channel, "webhook") == 0;
+    if (late && e->o.late_policy == NOTIFY_LATE_SKIP) {
+        set_state(db, it->id, "missed", now);
+        return;
+    }
+    if (!e->o.channels || (webhook && !e->has_webhooks)) {
+        record_failure(e, db, it->id, "channel not available");
+        return;
+    }
+    store_stmt *st = store_prepare(
+        db, webhook ? "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, w.url, w.secret FROM deliveries d "
+                      "JOIN webhooks w ON w.id = d.endpoint_id WHERE d.id = $1 AND d.state = 'pending' AND "
+                      "EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id)"
+                    : "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, u.email, '' FROM deliveries d "
+                      "JOIN users u ON u.id = d.user_id WHERE d.id = $1 AND d.state = 'pending' AND "
+                      "EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id)");
+    store_bind_str(st, 1, it->id);
+    int rc = store_step(st);
+    if (rc != STORE_ROW) {
+        store_reset(st);
+        /* Done already, or its reminder or endpoint is gone. */
+        if (rc == STORE_DONE) set_state(db, it->id, "cancelled", now);
+        return;
+    }
+    json_t *j = payload_of(st, it, late, now, webhook ? "webhook" : "email");
+    char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    char *target = strdup(store_col_text(st, 4)), *secret = strdup(store_col_text(st, 5));
+    char *summary = strdup(store_col_text(st, 2));
+    store_reset(st);
+    json_decref(j);
+    send_ctx *sc = calloc(1, sizeof *sc);
+    if (!body || !target || !secret || !summary || !sc) goto out;
+    sc->e = e;
+    snprintf(sc->id, sizeof sc->id, "%s", it->id);
+    st = store_prepare(db, "UPDATE deliveries SET next_attempt_ms = $2 WHERE id = $1 AND state = 'pending'");
+    store_bind_str(st, 1, it->id);
+    store_bind_int64(st, 2, now + NOTIFY_SEND_HOLD_MS);
+    store_step(st);
+    store_reset(st);
+    pthread_mutex_lock(&e->mu);
+    e->in_flight++;
+    pthread_mutex_unlock(&e->mu);
+    int sent;
+    if (webhook) {
+        sent = channels_webhook(e->o.channels, target, secret, it->id, body, strlen(body), send_done, sc);
+    } else {
+        char subject[300], text[1400], html[1600];
+        snprintf(subject, sizeof subject, "Reminder: %.200s%s", summary, late ? " (late)" : "");
+        snprintf(text, sizeof text, "Reminder: %.1000s\nDelivery %s\n", summary, it->id);
+        snprintf(html, sizeof html, "<p>Reminder: <b>%.1000s</b></p>", summary); /* TODO(channels): escape */
+        sent = channels_email(e->o.channels, target, subject, text, html, it->id, send_done, sc);
+    }
+    if (sent != 0) {
+        pthread_mutex_lock(&e->mu);
+        if (--e->in_flight == 0) pthread_cond_broadcast(&e->idle);
+        pthread_mutex_unlock(&e->mu);
+        record_failure(e, db, it->id, "channel queue full");
+        goto out;
+    }
+    sc = NULL; /* the channel's now */
+out:
+    free(sc);
+    free(body);
+    free(target);
+    free(secret);
+    free(summary);
+}
+
+
+static void *worker_main(void *p)
+{
+    notify_engine *e = p;
+    store *db = thread_db(e, "delivery worker");
+    if (!db) return NULL;
+    item *batch = malloc(NOTIFY_DELIVER_BATCH * sizeof *batch);
+    if (!batch) {
+        thread_db_close(e, db);
+        return NULL;
+    }
+    pthread_mutex_lock(&e->mu);
+    while (!e->stopping) {
+        result *res = e->results;
+        e->results = NULL;
+        size_t n = 0;
+        int64_t now = base_now_ms();
+        while (n < NOTIFY_DELIVER_BATCH && e->nheap > 0 && e->heap[0].fire_at <= now) batch[n++] = heap_pop(e);
+        if (!res && n == 0) {
+            int64_t wake = e->nheap > 0 ? e->heap[0].fire_at : now + 1000;
+            struct timespec ts = {.tv_sec = wake / 1000, .tv_nsec = (wake % 1000) * 1000000};
+            pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+            continue;
+        }
+        pthread_mutex_unlock(&e->mu);
+        while (res) {
+            result *next = res->next;
+            write_lock(e);
+            apply_result(e, db, res);
+            write_unlock(e);
+            free(res);
+            res = next;
+        }
+        /* In-app ones first, together; they are the bulk. */
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(batch[i].channel, "inapp") == 0) batch[k++] = batch[i];
+            else {
+                write_lock(e);
+                deliver_async(e, db, &batch[i]);
+                write_unlock(e);
+            }
+        deliver_inapp_batch(e, db, batch, k);
+        pthread_mutex_lock(&e->mu);
+    }
+    pthread_mutex_unlock(&e->mu);
+    free(batch);
+    thread_db_close(e, db);
+    return NULL;
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+notify_engine *notify_engine_new(const notify_opts *o)
+{
+    notify_engine *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->o = *o;
+    if (e->o.shards < 1) e->o.shards = 1024;
+    if (e->o.groups < 1) e->o.groups = 64;
+    if (e->o.groups > e->o.shards) e->o.groups = e->o.shards;
+    if (e->o.window_ms < 1) e->o.window_ms = 2000;
+    if (e->o.workers < 1) e->o.workers = 2;
+    if (e->o.max_attempts < 1) e->o.max_attempts = 8;
+    if (e->o.backoff_ms < 1) e->o.backoff_ms = 1000;
+    if (e->o.lease_ttl_ms < 30) e->o.lease_ttl_ms = 15000;
+    if (e->o.heartbeat_ms < 10 || e->o.heartbeat_ms >= e->o.lease_ttl_ms) e->o.heartbeat_ms = e->o.lease_ttl_ms / 3;
+    e->per_group = (e->o.shards + e->o.groups - 1) / e->o.groups;
+    snprintf(e->owner, sizeof e->owner, "%s", o->node_id);
+    e->groups = calloc((size_t)e->o.groups, sizeof *e->groups);
+    e->workers = calloc((size_t)e->o.workers, sizeof *e->workers);
+    if (!e->groups || !e->workers) {
+        free(e->groups);
+        free(e->workers);
+        free(e);
+        return NULL;
+    }
+    for (int i = 0; i < e->o.groups; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "reminders/g%03d", i);
+        lease_hold_init(&e->groups[i].hold, name, e->owner);
+    }
+    e->serialize_writes = strncmp(o->db_url, "sqlite:", 7) == 0;
+    pthread_mutex_init(&e->write_mu, NULL);
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    pthread_cond_init(&e->idle, NULL);
+    return e;
+}
+
+/* Webhook endpoints live in the channels branch's migration (version 5);
+ * until it is applied there is nothing to read. */
+static bool webhooks_present(const char *url)
+{
+    char err[256];
+    store *db = store_open(url, err, sizeof err);
+    if (!db) return false;
+    int64_t n = 0;
+    int rc = store_query_int64(db, "SELECT count(*) FROM schema_migrations WHERE name = 'webhooks'", &n);
+    store_close(db);
+    return rc == STORE_ROW && n > 0;
+}
+
+int notify_engine_start(notify_engine *e)
+{
+    e->has_webhooks = webhooks_present(e->o.db_url);
+    if (e->serialize_writes && !(e->shared = engine_db_open(e, "engine"))) return -1;
+    if (pthread_create(&e->scanner, NULL, scanner_main, e) != 0) {
+        log_error("reminders: cannot start the scanner");
+        return -1;
+    }
+    e->scanner_started = true;
+    for (int i = 0; i < e->o.workers; i++) {
+        if (pthread_create(&e->workers[i], NULL, worker_main, e) != 0) {
+            log_error("reminders: cannot start delivery worker %d", i);
+            return -1;
+        }
+        e->nworkers_started++;
+    }
+    log_info("reminders: %d shards in %d lease groups, window %lld ms, %d delivery workers", e->o.shards,
+             e->o.groups, (long long)e->o.window_ms, e->o.workers);
+    return 0;
+}
+
+int notify_engine_groups_held(notify_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    int n = e->groups_held;
+    pthread_mutex_unlock(&e->mu);
+    return n;
+}
+
+void notify_engine_free(notify_engine *e)
+{
+    if (!e) return;
+    pthread_mutex_lock(&e->mu);
+    e->stopping = true;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    if (e->scanner_started) pthread_join(e->scanner, NULL);
+    for (int i = 0; i < e->nworkers_started; i++) pthread_join(e->workers[i], NULL);
+    /* Sends still out will call send_done; wait for them (channel
+     * timeouts bound this). Their results are dropped: the rows stay
+     * pending and are retried after the hold. */
+    pthread_mutex_lock(&e->mu);
+    while (e->in_flight > 0) pthread_cond_wait(&e->idle, &e->mu);
+    pthread_mutex_unlock(&e->mu);
+    while (e->results) {
+        result *next = e->results->next;
+        free(e->results);
+        e->results = next;
+    }
+    for (int i = 0; i < e->o.groups; i++) lease_hold_destroy(&e->groups[i].hold);
+    store_close(e->shared);
+    pthread_mutex_destroy(&e->write_mu);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    pthread_cond_destroy(&e->idle);
+    free(e->heap);
+    free(e->groups);
+    free(e->workers);
+    free(e);
+}
