@@ -11,6 +11,7 @@
 #include "base/base.h"
 #include "calendar/calendar_http.h"
 #include "jobs/jobs_http.h"
+#include "notify/webhooks_http.h"
 #include "users/users_http.h"
 
 static void *app_thread_init(void *p, int index)
@@ -76,6 +77,7 @@ http_server *app_http_new(app *a)
     users_http_register(s);
     calendar_http_register(s);
     jobs_http_register(s);
+    webhooks_http_register(s);
     return s;
 }
 
@@ -155,4 +157,23 @@ void app_jobs_stop(app *a)
     a->scheduler = NULL;
     jobs_registry_free(a->jobs);
     a->jobs = NULL;
+}
+
+int app_channels_start(app *a)
+{
+    channels_config cfg = {.smtp_url = a->cfg.smtp_url[0] ? a->cfg.smtp_url : NULL,
+                           .smtp_from = a->cfg.smtp_from,
+                           .allow_private = a->cfg.webhook_allow_private != 0,
+                           .timeout_ms = a->cfg.webhook_timeout,
+                           .max_in_flight = 256};
+    a->channels = channels_new(&cfg);
+    if (!a->channels) return -1;
+    if (cfg.allow_private) log_warn("webhooks may reach private networks (--webhook-allow-private)");
+    return 0;
+}
+
+void app_channels_stop(app *a)
+{
+    channels_free(a->channels);
+    a->channels = NULL;
 }

@@ -8,6 +8,7 @@
 #include "http/server.h"
 #include "jobs/builtin.h"
 #include "jobs/jobs.h"
+#include "notify/channels.h"
 #include "store/store.h"
 #include "time/tz.h"
 #include "users/users.h"
@@ -24,6 +25,8 @@ typedef struct app {
     jobs_registry *jobs;
     jobs_scheduler *scheduler;
     jobs_cleanup_opts cleanup;
+    /* Outbound webhooks and email; app_channels_start makes it. */
+    channels *channels;
 } app;
 
 typedef struct app_thread {
@@ -42,5 +45,12 @@ int app_jobs_start(app *a);
 /* Stops the scheduler, releasing every lease this node holds, and frees
  * what app_jobs_start made. Safe to call when it was not started. */
 void app_jobs_stop(app *a);
+
+/* Starts the outbound delivery channels from the settings (--smtp-url,
+ * --smtp-from, --webhook-allow-private, --webhook-timeout). Returns 0 or
+ * -1 (logged). app_channels_stop waits for sends in flight; call it after
+ * everything that sends has stopped. */
+int app_channels_start(app *a);
+void app_channels_stop(app *a);
 
 #endif

@@ -54,6 +54,14 @@ static const opt_def opts[] = {
     NUM("bench-jobs", bench_jobs, OPT_INT, 0, 100000, "for bench/jobs: register N no-op jobs (default 0)"),
     NUM("bench-every", bench_every, OPT_INT, 1, 60,
         "for bench/jobs: seconds between runs of each, a divisor of 60 (default 60)"),
+    {"smtp-url", OPT_STR, offsetof(chime_config, smtp_url), sizeof(((chime_config *)0)->smtp_url), 0, 0,
+     "SMTP server for reminder email, smtp://HOST:PORT or smtps:// (default: email disabled)"},
+    {"smtp-from", OPT_STR, offsetof(chime_config, smtp_from), sizeof(((chime_config *)0)->smtp_from), 0, 0,
+     "From: of reminder email (default \"chime <noreply@localhost>\")"},
+    NUM("webhook-allow-private", webhook_allow_private, OPT_INT, 0, 1,
+        "1 lets webhooks reach loopback, private and link-local addresses (default 0)"),
+    NUM("webhook-timeout", webhook_timeout, OPT_INT, 100, 600000,
+        "milliseconds each webhook or email attempt may take (default 10000)"),
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -76,6 +84,8 @@ void config_defaults(chime_config *c)
     c->lease_ttl = 15000;
     c->test_tick_job = -1;
     c->bench_every = 60;
+    strcpy(c->smtp_from, "chime <noreply@localhost>");
+    c->webhook_timeout = 10000;
 }
 
 /* "2", "0.5", "1.25" seconds or "500ms", to whole milliseconds. */

@@ -29,6 +29,10 @@ typedef struct chime_config {
     int64_t test_tick_job;  /* -1 off; else ms of pretend work per tick */
     int64_t bench_jobs;     /* bench/jobs: this many no-op jobs ... */
     int64_t bench_every;    /* ... each firing every this many seconds */
+    char smtp_url[512];     /* "" = email disabled */
+    char smtp_from[256];
+    int64_t webhook_allow_private; /* 0/1: webhooks may reach private networks */
+    int64_t webhook_timeout;/* ms per delivery attempt */
 } chime_config;
 
 void config_defaults(chime_config *c);
