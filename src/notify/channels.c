@@ -137,11 +137,12 @@ static void finish_done(channels *c)
         chan_send *s = NULL;
         curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&s);
         curl_multi_remove_handle(c->multi, easy);
-        report(c, s, rc);
-        chan_send_free(s);
+        /* Room first, so a done() that queues a retry at once finds it. */
         pthread_mutex_lock(&c->mu);
         c->outstanding--;
         pthread_mutex_unlock(&c->mu);
+        report(c, s, rc);
+        chan_send_free(s);
     }
 }
 
@@ -160,11 +161,11 @@ static void *channels_thread(void *p)
             q->next = NULL;
             CURLMcode mc = curl_multi_add_handle(c->multi, q->easy);
             if (mc != CURLM_OK) {
-                q->done(q->ctx, false, 0, curl_multi_strerror(mc));
-                chan_send_free(q);
                 pthread_mutex_lock(&c->mu);
                 c->outstanding--;
                 pthread_mutex_unlock(&c->mu);
+                q->done(q->ctx, false, 0, curl_multi_strerror(mc));
+                chan_send_free(q);
             }
             q = next;
         }

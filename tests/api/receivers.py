@@ -9,7 +9,8 @@ case without a control channel:
     /slow/MS            waits MS milliseconds, then 200
     /redirect           302 to /ok on the same receiver
 Each request is recorded (method, path, headers with lower-case names, body,
-client port) before it is answered.
+client port) before it is answered. The SMTP receiver refuses recipients
+whose address starts with "reject" (550).
 
 As a program (used by the C unit tests):
     receivers.py LOGDIR
@@ -149,8 +150,12 @@ class _SmtpHandler(socketserver.StreamRequestHandler):
                 mail_from, rcpts = line.split(":", 1)[1].strip().split(" ")[0], []
                 self._say("250 OK")
             elif verb == "RCPT":
-                rcpts.append(line.split(":", 1)[1].strip())
-                self._say("250 OK")
+                addr = line.split(":", 1)[1].strip()
+                if addr.startswith("<reject"):
+                    self._say("550 no such mailbox")
+                else:
+                    rcpts.append(addr)
+                    self._say("250 OK")
             elif verb == "DATA":
                 self._say("354 end with <CRLF>.<CRLF>")
                 data = []

@@ -415,6 +415,70 @@ static void test_bounded_and_free_waits(void **state)
     assert_int_equal(r[2].calls, 0);
 }
 
+/* Many sends at once from two threads: each reported exactly once. */
+typedef struct burst {
+    channels *c;
+    result *r; /* 20 results */
+    const char *prefix;
+} burst;
+
+static void *burst_send(void *p)
+{
+    burst *b = p;
+    char url[128], id[32];
+    url_of(url, sizeof url, "127.0.0.1", "/ok");
+    for (int i = 0; i < 20; i++) {
+        snprintf(id, sizeof id, "dlv-%s-%d", b->prefix, i);
+        if (channels_webhook(b->c, url, "k3y-k3y-k3y", id, "{}", 2, on_done, &b->r[i]) != 0) abort();
+    }
+    return NULL;
+}
+
+static void test_webhook_burst_from_threads(void **state)
+{
+    static result r[40];
+    channels *c = open_channels(true, 5000, 64);
+    for (int i = 0; i < 40; i++) result_init(&r[i]);
+    burst b1 = {c, r, "a"}, b2 = {c, r + 20, "b"};
+    pthread_t t1, t2;
+    pthread_create(&t1, NULL, burst_send, &b1);
+    pthread_create(&t2, NULL, burst_send, &b2);
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    for (int i = 0; i < 40; i++) {
+        result_wait(&r[i]);
+        if (!r[i].ok) fail_msg("send %d: %s", i, r[i].error);
+    }
+    channels_free(c);
+    for (int i = 0; i < 40; i++) assert_int_equal(r[i].calls, 1);
+}
+
+/* A done() that queues the next attempt at once, as a retry policy may. */
+typedef struct chain {
+    channels *c;
+    char url[128];
+    result second;
+} chain;
+
+static void on_first_done(void *ctx, bool ok, int status, const char *error)
+{
+    chain *ch = ctx;
+    if (ok || status != 500) abort();
+    if (channels_webhook(ch->c, ch->url, "k3y-k3y-k3y", "dlv-chain-2", "{}", 2, on_done, &ch->second) != 0) abort();
+}
+
+static void test_done_may_send_again(void **state)
+{
+    static chain ch;
+    ch.c = open_channels(true, 5000, 1); /* room for one: the first must be out */
+    url_of(ch.url, sizeof ch.url, "127.0.0.1", "/fail/1/chain");
+    result_init(&ch.second);
+    assert_int_equal(channels_webhook(ch.c, ch.url, "k3y-k3y-k3y", "dlv-chain-1", "{}", 2, on_first_done, &ch), 0);
+    result_wait(&ch.second);
+    assert_true(ch.second.ok);
+    channels_free(ch.c);
+}
+
 /* ---- email ---------------------------------------------------------------- */
 
 /* The decoded body of the part with this content type. */
@@ -520,6 +584,14 @@ static void test_email_failures(void **state)
     assert_false(r.ok);
     assert_true(r.error[0] != '\0');
     channels_free(c);
+    /* The server refuses the recipient: a failure with its reply code. */
+    c = open_channels(false, 5000, 16);
+    result_init(&r);
+    assert_int_equal(channels_email(c, "reject-me@example.com", "s", "t", NULL, "dlv-550", on_done, &r), 0);
+    result_wait(&r);
+    assert_false(r.ok);
+    assert_int_equal(r.status, 550);
+    channels_free(c);
     /* Email disabled: refused up front. */
     channels_config none = {.smtp_url = NULL};
     c = channels_new(&none);
@@ -542,6 +614,8 @@ int main(void)
         cmocka_unit_test(test_webhook_private_allowed),
         cmocka_unit_test(test_webhook_connection_reused),
         cmocka_unit_test(test_bounded_and_free_waits),
+        cmocka_unit_test(test_webhook_burst_from_threads),
+        cmocka_unit_test(test_done_may_send_again),
         cmocka_unit_test(test_email_multipart),
         cmocka_unit_test(test_email_failures),
     };
