@@ -15,11 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
+#include <strings.h>
 
 #include "base/base.h"
 #include "notify/channels_int.h"
@@ -217,6 +213,11 @@ channels *channels_new(const channels_config *cfg)
     const char *from = cfg->smtp_from && cfg->smtp_from[0] ? cfg->smtp_from : "chime <noreply@localhost>";
     if (has_ctl(from) || (cfg->smtp_url && has_ctl(cfg->smtp_url))) {
         log_error("channels: smtp-url and smtp-from must not contain control characters");
+        return NULL;
+    }
+    if (cfg->smtp_url && cfg->smtp_url[0] && strncasecmp(cfg->smtp_url, "smtp://", 7) != 0 &&
+        strncasecmp(cfg->smtp_url, "smtps://", 8) != 0) {
+        log_error("channels: smtp-url must start with smtp:// or smtps://, not '%s'", cfg->smtp_url);
         return NULL;
     }
     channels *c = calloc(1, sizeof *c);

@@ -154,7 +154,8 @@ class TestChannelOptions(ServerTest):
     def test_bad_options_name_the_option(self):
         for args, name in ((["--webhook-allow-private", "2"], "webhook-allow-private"),
                            (["--webhook-timeout", "5"], "webhook-timeout"),
-                           (["--smtp-from", "a\r\nBcc: x@y"], "smtp")):
+                           (["--smtp-from", "a\r\nBcc: x@y"], "smtp"),
+                           (["--smtp-url", "http://127.0.0.1:25"], "smtp-url")):
             p = subprocess.run([BIN, "serve", "--listen", "127.0.0.1:0", "--db", fresh_db()] + args,
                                capture_output=True, text=True, timeout=60)
             self.assertNotEqual(p.returncode, 0, args)
