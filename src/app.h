@@ -27,6 +27,7 @@ typedef struct app {
     jobs_cleanup_opts cleanup;
     /* Outbound webhooks and email; app_channels_start makes it. */
     channels *channels;
+    int webhook_tests; /* test sends holding a worker now (__atomic) */
 } app;
 
 typedef struct app_thread {

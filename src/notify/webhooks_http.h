@@ -2,6 +2,8 @@
  *     POST   /v1/me/webhooks        {url, secret} -> 201 {id, url, created}
  *     GET    /v1/me/webhooks        -> 200 {"items": [{id, url, created}]}
  *     DELETE /v1/me/webhooks/{id}   -> 204
+ *     POST   /v1/me/webhooks/{id}/test -> 200 {delivery, delivered, status, error}
+ *            sends a signed {"type":"ping"} now and reports how it went
  * The secret is write-only: it signs deliveries and is never returned. */
 #ifndef CHIME_NOTIFY_WEBHOOKS_HTTP_H
 #define CHIME_NOTIFY_WEBHOOKS_HTTP_H

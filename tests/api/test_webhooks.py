@@ -1,14 +1,21 @@
 """Webhook registration over real HTTP, on both backends: create, list and
 delete a user's own endpoints; the secret is stored for signing and never
 returned; bad input gets a 4xx naming the field; nobody reaches another
-user's endpoints; at most 10 per user; the channel options parse."""
+user's endpoints; at most 10 per user; the channel options parse. Test
+sends (POST .../test) go to a real receiver on loopback: signed, failures
+and redirects reported, private addresses refused unless the server runs
+with --webhook-allow-private."""
+import hashlib
+import hmac
 import json
 import os
 import sqlite3
 import subprocess
+import time
 import uuid
 
-from chime import BACKEND, BIN, ServerTest, fresh_db, main
+from chime import BACKEND, BIN, Server, ServerTest, fresh_db, main
+from receivers import HttpReceiver
 
 
 def db_rows(server, sql, *args):
@@ -141,6 +148,119 @@ class TestWebhooks(ServerTest):
         self.assertEqual(self.server.delete("/v1/me/webhooks/" + ids[3], token=tok).status, 204)
         self.assertEqual(self.server.post("/v1/me/webhooks", {"url": "https://e.com/y", "secret": "12345678"},
                                           token=tok).status, 201)
+
+
+class TestDelivery(ServerTest):
+    server_args = ("--webhook-allow-private", "1", "--webhook-timeout", "1000")
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.rx = HttpReceiver().start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.rx.stop()
+        super().tearDownClass()
+
+    def register(self, tok, path, secret="ping-secret-1", host="127.0.0.1"):
+        r = self.server.post("/v1/me/webhooks", {"url": "http://%s:%d%s" % (host, self.rx.port, path),
+                                                 "secret": secret}, token=tok)
+        self.assertEqual(r.status, 201, r)
+        return r.json["id"]
+
+    def test_ping_is_signed(self):
+        u, tok = self.server.new_user()
+        secret = "whsec_" + uuid.uuid4().hex
+        hid = self.register(tok, "/ok", secret)
+        before = len(self.rx.requests)
+        r = self.server.post("/v1/me/webhooks/%s/test" % hid, token=tok)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json["delivered"], True, r)
+        self.assertEqual(r.json["status"], 200)
+        self.assertIsNone(r.json["error"])
+        reqs = self.rx.log.wait(before + 1)
+        got = [q for q in reqs if q["headers"].get("x-chime-delivery") == r.json["delivery"]]
+        self.assertEqual(len(got), 1)
+        q = got[0]
+        self.assertEqual(q["method"], "POST")
+        self.assertEqual(q["headers"]["content-type"], "application/json")
+        body = json.loads(q["body"])
+        self.assertEqual(body["type"], "ping")
+        self.assertEqual(body["webhook"], hid)
+        ts = q["headers"]["x-chime-timestamp"]
+        self.assertLess(abs(int(ts) - time.time()), 30)
+        # What a receiver does: HMAC-SHA256 over "timestamp.body" with the secret.
+        want = hmac.new(secret.encode(), (ts + "." + q["body"]).encode(), hashlib.sha256).hexdigest()
+        self.assertEqual(q["headers"]["x-chime-signature"], "sha256=" + want)
+        wrong = hmac.new(b"not-the-secret", (ts + "." + q["body"]).encode(), hashlib.sha256).hexdigest()
+        self.assertNotEqual(q["headers"]["x-chime-signature"], "sha256=" + wrong)
+
+    def test_failure_then_success(self):
+        _, tok = self.server.new_user()
+        hid = self.register(tok, "/fail/1/%s" % uuid.uuid4().hex)
+        r = self.server.post("/v1/me/webhooks/%s/test" % hid, token=tok)
+        self.assertEqual((r.json["delivered"], r.json["status"]), (False, 500), r)
+        self.assertIn("500", r.json["error"])
+        r = self.server.post("/v1/me/webhooks/%s/test" % hid, token=tok)
+        self.assertEqual((r.json["delivered"], r.json["status"]), (True, 200), r)
+
+    def test_timeout_and_redirect_are_failures(self):
+        _, tok = self.server.new_user()
+        slow = self.register(tok, "/slow/3000")
+        t0 = time.time()
+        r = self.server.post("/v1/me/webhooks/%s/test" % slow, token=tok)
+        self.assertFalse(r.json["delivered"], r)
+        self.assertIn("timed out", r.json["error"])
+        self.assertLess(time.time() - t0, 2.5)
+        redirect = self.register(tok, "/redirect")
+        before = len([q for q in self.rx.requests if q["path"] == "/ok"])
+        r = self.server.post("/v1/me/webhooks/%s/test" % redirect, token=tok)
+        self.assertEqual((r.json["delivered"], r.json["status"]), (False, 302), r)
+        time.sleep(0.2)
+        self.assertEqual(len([q for q in self.rx.requests if q["path"] == "/ok"]), before)
+
+    def test_allowed_private_names(self):
+        _, tok = self.server.new_user()
+        hid = self.register(tok, "/ok", host="localhost")
+        r = self.server.post("/v1/me/webhooks/%s/test" % hid, token=tok)
+        self.assertTrue(r.json["delivered"], r)
+
+    def test_only_own_webhooks(self):
+        _, alice = self.server.new_user()
+        _, bob = self.server.new_user()
+        hid = self.register(alice, "/ok")
+        self.assertError(self.server.post("/v1/me/webhooks/%s/test" % hid, token=bob), 404)
+        self.assertError(self.server.post("/v1/me/webhooks/zz/test", token=bob), 404)
+        self.assertError(self.server.post("/v1/me/webhooks/%s/test" % hid), 401)
+
+
+class TestPrivateRefused(ServerTest):
+    """The default server: webhooks may not reach loopback, however named."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.rx = HttpReceiver().start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.rx.stop()
+        super().tearDownClass()
+
+    def test_loopback_refused(self):
+        _, tok = self.server.new_user()
+        for host in ("127.0.0.1", "localhost", "[::1]", "[::ffff:127.0.0.1]", "2130706433", "0.0.0.0"):
+            url = "http://%s:%d/ok" % (host, self.rx.port)
+            r = self.server.post("/v1/me/webhooks", {"url": url, "secret": "12345678"}, token=tok)
+            self.assertEqual(r.status, 201, r)
+            t = self.server.post("/v1/me/webhooks/%s/test" % r.json["id"], token=tok)
+            self.assertEqual(t.status, 200, t)
+            self.assertFalse(t.json["delivered"], (host, t))
+            self.assertIn("private", t.json["error"], (host, t))
+            self.assertIsNone(t.json["status"])
+            self.assertEqual(self.server.delete("/v1/me/webhooks/" + r.json["id"], token=tok).status, 204)
+        self.assertEqual(self.rx.requests, [])
 
 
 class TestChannelOptions(ServerTest):
