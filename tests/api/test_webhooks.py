@@ -220,6 +220,24 @@ class TestDelivery(ServerTest):
         time.sleep(0.2)
         self.assertEqual(len([q for q in self.rx.requests if q["path"] == "/ok"]), before)
 
+    def test_one_test_send_at_a_time(self):
+        # A test send holds a worker while it waits; a second one meanwhile
+        # is turned away rather than taking another worker.
+        import threading
+        _, tok = self.server.new_user()
+        slow = self.register(tok, "/slow/700")
+        first = {}
+        th = threading.Thread(target=lambda: first.update(
+            r=self.server.post("/v1/me/webhooks/%s/test" % slow, token=tok)))
+        th.start()
+        time.sleep(0.3)
+        r = self.server.post("/v1/me/webhooks/%s/test" % slow, token=tok)
+        th.join()
+        self.assertError(r, 429, code="busy")
+        self.assertEqual(r.header("Retry-After"), "1")
+        self.assertTrue(first["r"].json["delivered"], first["r"])
+        self.assertEqual(self.server.get("/v1/me", token=tok).status, 200)
+
     def test_allowed_private_names(self):
         _, tok = self.server.new_user()
         hid = self.register(tok, "/ok", host="localhost")
