@@ -23,12 +23,18 @@ items=$(curl -sf "$url" -H "Authorization: Bearer $token" | /usr/bin/python3 -c 
 wrk -t1 -c1 -d"${secs}s" -H "Authorization: Bearer $token" "$url" >/dev/null
 read -r median p99 <<<"$(grep -o 'GET /v1/events?from[^ ]* 200 [0-9]*B [0-9.]*ms' "$tmp/access.log" |
   awk '{sub("ms","",$5); print $5}' | sort -n | awk '{a[NR]=$1} END {print a[int(NR/2)+1], a[int(NR*0.99)]}')"
+# The same with the default page (250 items), what a client sees first.
+: > "$tmp/access.log"
+wrk -t1 -c1 -d"${secs}s" -H "Authorization: Bearer $token" "${url%&max_results=2500}" >/dev/null
+read -r pmedian pp99 <<<"$(grep -o 'GET /v1/events?from[^ ]* 200 [0-9]*B [0-9.]*ms' "$tmp/access.log" |
+  awk '{sub("ms","",$5); print $5}' | sort -n | awk '{a[NR]=$1} END {print a[int(NR/2)+1], a[int(NR*0.99)]}')"
 rps=$(wrk -t2 -c32 -d"${secs}s" -H "Authorization: Bearer $token" "$url" | awk '/Requests\/sec/ {print $2}')
 peer=$(/usr/bin/python3 bench/calendar/peer.py "$tmp/events.json" "$secs")
 
 echo "machine: $(nproc) cores, $(uname -r); date: $(date -u +%F)"
 echo "month view: $items items from 520 events"
 printf 'chime server-side latency: median %s ms, p99 %s ms (SQLite, one connection)\n' "$median" "$p99"
+printf 'chime first page (250 items): median %s ms, p99 %s ms\n' "$pmedian" "$pp99"
 printf 'chime throughput: %s req/s (wrk -t2 -c32)\n' "$rps"
 echo "peer (python-dateutil, in process): $peer"
 /usr/bin/python3 - "$median" "$peer" <<'PY'

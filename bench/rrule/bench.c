@@ -154,6 +154,21 @@ int main(int argc, char **argv)
     }
     fclose(f);
 
+    /* Do libical and we agree on what (a) expands? */
+    for (size_t i = 0; i < NR_EXPAND; i++) {
+        size_t n = ours_expand(expand_rules[i], &dts[i], occ, 1000), j = 0;
+        civil_format_basic(&dts[i], false, buf, sizeof buf);
+        struct icalrecurrencetype rt = icalrecurrencetype_from_string(expand_rules[i]);
+        icalrecur_iterator *it = icalrecur_iterator_new(rt, icaltime_from_string(buf));
+        struct icaltimetype x = icaltime_null_time();
+        while (j < n && !icaltime_is_null_time(x = icalrecur_iterator_next(it)) && ical_secs(x) == occ[j]) j++;
+        icalrecur_iterator_free(it);
+        if (j < n && icaltime_is_null_time(x))
+            printf("expand  libical stops at occurrence %zu (its last year is 2582): %s\n", j, expand_rules[i]);
+        else if (j < n)
+            printf("expand  libical DIFFERS at occurrence %zu of %s\n", j, expand_rules[i]);
+    }
+
     /* (a) expansion, parse included. */
     size_t total = 0;
     int reps = 0;

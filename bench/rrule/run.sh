@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The recurrence benchmark: our engine against libical (C, same process),
 # python-dateutil and rrule.js, on the same rules and queries:
-#   (a) parse + first 1,000 occurrences of 22 representative rules;
+#   (a) parse + first 1,000 occurrences of 20 representative rules;
 #   (b) next-after queries, DTSTART in 1990 and t in 2026, fresh parse each.
 # Prints occurrences/s and queries/s for each and our ratio to each peer.
 # The slow peers answer (b) by walking from 1990, so they get a sample of the

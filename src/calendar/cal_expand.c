@@ -68,40 +68,51 @@ int64_t cal_parse_instance_key(const cal_series *s, const char *text, size_t len
 
 void cal_item_id(const cal_item *it, char *buf, size_t size)
 {
-    char id[17], when[17];
-    base_id_format(it->ev->id, id);
-    if (!it->recurring) {
-        snprintf(buf, size, "%s", id);
-        return;
+    char out[48], *p = out;
+    base_id_format(it->ev->id, p);
+    p += 16;
+    if (it->recurring) {
+        civil_time t;
+        *p++ = '_';
+        if (it->ev->all_day) {
+            civil_from_seconds(it->original_local, &t);
+            p += civil_format_basic(&t, true, p, 16);
+        } else {
+            civil_from_seconds(it->original_ms / 1000, &t);
+            p += civil_format_basic(&t, false, p, 16);
+            *p++ = 'Z';
+        }
     }
-    civil_time t;
-    if (it->ev->all_day) {
-        civil_from_seconds(it->original_local, &t);
-        civil_format_basic(&t, true, when, sizeof when);
-        snprintf(buf, size, "%s_%s", id, when);
-    } else {
-        civil_from_seconds(it->original_ms / 1000, &t);
-        civil_format_basic(&t, false, when, sizeof when);
-        snprintf(buf, size, "%s_%sZ", id, when);
-    }
+    size_t n = (size_t)(p - out);
+    if (size == 0) return;
+    if (n >= size) n = size - 1;
+    memcpy(buf, out, n);
+    buf[n] = '\0';
 }
 
 /* ---- the merge ---------------------------------------------------------- */
 
-typedef struct source {
-    cal_series series;        /* for series sources */
+/* A recurring series being walked: big (a plan with its day masks, an
+ * iterator with a period of occurrences), so only series get one. */
+typedef struct walker {
+    cal_series series;
     rrule_set_iter it;
-    bool is_series;
-    bool live;
-    cal_item cur;
     const cal_override *ovs;  /* this event's overrides, sorted by original */
     size_t novs;
+} walker;
+
+typedef struct source {
+    walker *w;                /* NULL: a single item (event or override) */
+    bool live;
+    cal_item cur;
 } source;
 
 typedef struct merge {
     const cal_query *q;
     source *src;
     size_t nsrc;
+    walker *walkers;
+    size_t nwalkers;
     size_t *heap;
     size_t nheap;
 } merge;
@@ -121,15 +132,15 @@ static bool after_cursor(const cal_query *q, const cal_item *it)
     return it->original_ms > q->cursor_orig;
 }
 
-static const cal_override *find_override(const source *s, int64_t original_ms)
+static const cal_override *find_override(const walker *w, int64_t original_ms)
 {
-    size_t lo = 0, hi = s->novs;
+    size_t lo = 0, hi = w->novs;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (s->ovs[mid].original_ms < original_ms) lo = mid + 1;
+        if (w->ovs[mid].original_ms < original_ms) lo = mid + 1;
         else hi = mid;
     }
-    return lo < s->novs && s->ovs[lo].original_ms == original_ms ? &s->ovs[lo] : NULL;
+    return lo < w->novs && w->ovs[lo].original_ms == original_ms ? &w->ovs[lo] : NULL;
 }
 
 /* The viewer's answer to an event, if they are an attendee. */
@@ -140,18 +151,24 @@ static bool declined_by(const cal_event *e, int64_t viewer)
     return false;
 }
 
+static bool in_range(const cal_query *q, const cal_item *it)
+{
+    return it->start_ms < q->to_ms && (it->end_ms > q->from_ms || it->start_ms >= q->from_ms);
+}
+
 /* Advances a series source to its next instance that belongs on the page. */
 static void series_advance(merge *m, source *s)
 {
+    walker *w = s->w;
     int64_t local;
-    while (rrule_set_iter_next(&s->it, &local)) {
-        cal_item it = {.ev = s->series.ev, .recurring = s->series.recurring, .original_local = local};
-        it.original_ms = it.start_ms = cal_series_utc_ms(&s->series, local);
-        it.end_ms = cal_series_end_ms(&s->series, local);
+    while (rrule_set_iter_next(&w->it, &local)) {
+        cal_item it = {.ev = w->series.ev, .recurring = true, .original_local = local};
+        it.original_ms = it.start_ms = cal_series_utc_ms(&w->series, local);
+        it.end_ms = cal_series_end_ms(&w->series, local);
         if (it.start_ms >= m->q->to_ms) break;
-        if (it.end_ms <= m->q->from_ms && it.start_ms < m->q->from_ms) continue;
+        if (!in_range(m->q, &it)) continue;
         /* An overridden instance is its override's to show (or hide). */
-        if (find_override(s, it.original_ms)) continue;
+        if (find_override(w, it.original_ms)) continue;
         if (!after_cursor(m->q, &it)) continue;
         s->cur = it;
         s->live = true;
@@ -184,12 +201,10 @@ static void heap_down(merge *m, size_t i)
     }
 }
 
-static bool override_wanted(const cal_query *q, const cal_event *e, const cal_override *o)
+static bool override_wanted(const cal_query *q, const cal_override *o)
 {
     if (o->cancelled || strcmp(o->status, "cancelled") == 0) return false;
-    if (o->start_ms >= q->to_ms || o->end_ms <= q->from_ms) return false;
-    (void)e;
-    return true;
+    return o->start_ms < q->to_ms && o->end_ms > q->from_ms;
 }
 
 static bool event_wanted(const cal_query *q, const cal_event *e)
@@ -199,38 +214,60 @@ static bool event_wanted(const cal_query *q, const cal_event *e)
     return true;
 }
 
-/* Adds the sources of one event: the series (or single event) and its
- * overrides that land in the range. */
-static void add_event_sources(merge *m, tz_db *tz, const cal_event *e, const cal_override *ovs, size_t novs)
+static bool is_recurring(const cal_event *e)
+{
+    return e->rrule != NULL || e->nrdates > 0;
+}
+
+static void push_single(merge *m, const cal_item *it)
+{
+    if (!after_cursor(m->q, it)) return;
+    source *s = &m->src[m->nsrc];
+    s->w = NULL;
+    s->live = true;
+    s->cur = *it;
+    m->heap[m->nheap++] = m->nsrc++;
+}
+
+/* A single event: one item, no iterator. */
+static void add_single(merge *m, tz_db *tz, const cal_event *e)
+{
+    const char *zname = cal_event_zone_name(e);
+    const tz_zone *z = zname[0] ? tz_db_get(tz, zname) : NULL;
+    int64_t local = civil_to_seconds(&e->start_local);
+    cal_item it = {.ev = e, .original_local = local};
+    it.original_ms = it.start_ms = tz_local_to_utc(z, local) * 1000;
+    it.end_ms = e->all_day ? tz_local_to_utc(z, local + e->duration_s) * 1000 : it.start_ms + e->duration_s * 1000;
+    if (in_range(m->q, &it)) push_single(m, &it);
+}
+
+/* A series: an iterator from where the page starts, and its overrides that
+ * land in the range as single items. */
+static void add_series(merge *m, tz_db *tz, const cal_event *e, const cal_override *ovs, size_t novs)
 {
     const cal_query *q = m->q;
-    source *s = &m->src[m->nsrc];
-    memset(s, 0, sizeof *s);
+    walker *w = &m->walkers[m->nwalkers];
     char err[160];
-    if (cal_series_init(&s->series, e, tz, err, sizeof err) != 0) return; /* unreadable row: nothing to show */
-    s->is_series = true;
-    s->ovs = ovs;
-    s->novs = novs;
+    if (cal_series_init(&w->series, e, tz, err, sizeof err) != 0) return; /* unreadable row: nothing to show */
+    m->nwalkers++;
+    w->ovs = ovs;
+    w->novs = novs;
     /* Start early enough for an instance that began before `from` (or the
-     * cursor) and is still running; a day of margin covers any UTC offset. */
+     * cursor) and is still running; two days of margin cover any offset. */
     int64_t start_utc = q->from_ms / 1000 - e->duration_s;
     if (q->has_cursor && q->cursor_ms / 1000 > start_utc) start_utc = q->cursor_ms / 1000;
-    int64_t from_local = tz_utc_to_local(s->series.zone, start_utc) - 2 * 86400;
-    rrule_set_iter_init(&s->it, &s->series.set, from_local);
+    rrule_set_iter_init(&w->it, &w->series.set, tz_utc_to_local(w->series.zone, start_utc) - 2 * 86400);
+    source *s = &m->src[m->nsrc];
+    s->w = w;
     series_advance(m, s);
-    if (s->live) m->heap[m->nheap++] = m->nsrc;
-    m->nsrc++;
+    if (s->live) m->heap[m->nheap++] = m->nsrc++;
     for (size_t i = 0; i < novs; i++) {
         const cal_override *o = &ovs[i];
-        if (!override_wanted(q, e, o)) continue;
-        source *os = &m->src[m->nsrc];
-        memset(os, 0, sizeof *os);
-        os->cur = (cal_item){.ev = e, .ov = o, .recurring = true, .original_ms = o->original_ms,
-                             .start_ms = o->start_ms, .end_ms = o->end_ms};
-        os->cur.original_local = tz_utc_to_local(s->series.zone, o->original_ms / 1000);
-        if (!after_cursor(q, &os->cur)) continue;
-        os->live = true;
-        m->heap[m->nheap++] = m->nsrc++;
+        if (!override_wanted(q, o)) continue;
+        cal_item it = {.ev = e, .ov = o, .recurring = true, .original_ms = o->original_ms,
+                       .start_ms = o->start_ms, .end_ms = o->end_ms};
+        it.original_local = tz_utc_to_local(w->series.zone, o->original_ms / 1000);
+        push_single(m, &it);
     }
 }
 
@@ -238,22 +275,25 @@ int cal_list(store *db, tz_db *tz, const cal_query *q, cal_listing *out)
 {
     memset(out, 0, sizeof *out);
     if (cal_list_load_events(db, q, out) != CAL_OK) return CAL_ERROR;
+    size_t nseries = 0;
+    for (size_t i = 0; i < out->nevents; i++) nseries += is_recurring(&out->events[i]);
     merge m = {.q = q};
-    m.src = malloc((out->nevents + out->noverrides + 1) * sizeof *m.src);
-    m.heap = malloc((out->nevents + out->noverrides + 1) * sizeof *m.heap);
+    size_t nsrc = out->nevents + out->noverrides + 1;
+    m.src = malloc(nsrc * sizeof *m.src);
+    m.heap = malloc(nsrc * sizeof *m.heap);
+    m.walkers = malloc((nseries + 1) * sizeof *m.walkers);
     out->items = malloc((q->limit + 1) * sizeof *out->items);
-    if (!m.src || !m.heap || !out->items) {
-        free(m.src);
-        free(m.heap);
-        return CAL_ERROR;
-    }
+    int rc = CAL_ERROR;
+    if (!m.src || !m.heap || !m.walkers || !out->items) goto done;
     size_t oi = 0;
     for (size_t i = 0; i < out->nevents; i++) {
         const cal_event *e = &out->events[i];
         while (oi < out->noverrides && out->overrides[oi].event_id < e->id) oi++;
         size_t first = oi;
         while (oi < out->noverrides && out->overrides[oi].event_id == e->id) oi++;
-        if (event_wanted(q, e)) add_event_sources(&m, tz, e, out->overrides + first, oi - first);
+        if (!event_wanted(q, e)) continue;
+        if (is_recurring(e)) add_series(&m, tz, e, out->overrides + first, oi - first);
+        else add_single(&m, tz, e);
     }
     for (size_t i = m.nheap / 2 + 1; i-- > 0;) heap_down(&m, i);
     while (m.nheap > 0) {
@@ -263,14 +303,17 @@ int cal_list(store *db, tz_db *tz, const cal_query *q, cal_listing *out)
             break;
         }
         out->items[out->nitems++] = s->cur;
-        if (s->is_series) series_advance(&m, s);
+        if (s->w) series_advance(&m, s);
         else s->live = false;
         if (!s->live) m.heap[0] = m.heap[--m.nheap];
         heap_down(&m, 0);
     }
+    rc = CAL_OK;
+done:
     free(m.src);
     free(m.heap);
-    return CAL_OK;
+    free(m.walkers);
+    return rc;
 }
 
 void cal_listing_free(cal_listing *l)

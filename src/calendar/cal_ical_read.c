@@ -18,7 +18,7 @@
 #include "calendar/cal_ical.h"
 #include "time/rrule.h"
 
-#define ZONE_CACHE 16
+#define ZONE_CACHE 64
 
 typedef struct reader {
     tz_db *tz;
@@ -331,6 +331,7 @@ static int read_times(reader *r, vevent *v)
     cal_event *e = &v->ev;
     const ical_prop *ps = ical_prop_get(c, "DTSTART"), *pe = ical_prop_get(c, "DTEND"),
                     *pd = ical_prop_get(c, "DURATION");
+    if (!ps) ps = v->rid; /* an override may leave DTSTART out: the instance keeps its time */
     if (!ps) return fail(r, c->line, "VEVENT has no DTSTART");
     ical_time s, en;
     if (prop_time(r, ps, &s) != 0) return -1;
@@ -401,9 +402,11 @@ static int read_vevent(reader *r, vevent *v)
     cal_event *e = &v->ev;
     snprintf(e->calendar_zone, sizeof e->calendar_zone, "%s", r->calendar_zone);
     const ical_prop *uid = ical_prop_get(c, "UID");
-    if (uid && strlen(uid->value) > CAL_UID_MAX) return fail(r, uid->line, "UID: longer than %d bytes", CAL_UID_MAX);
     e->ical_uid = uid && uid->value[0] ? ical_text_unescape(uid->value) : made_up_uid(c);
     if (!e->ical_uid) return fail(r, c->line, "out of memory");
+    /* The stored (unescaped) length is what is bounded: it is what an export
+     * escapes again, perhaps longer than the file had it. */
+    if (strlen(e->ical_uid) > CAL_UID_MAX) return fail(r, uid->line, "UID: longer than %d bytes", CAL_UID_MAX);
     v->rid = ical_prop_get(c, "RECURRENCE-ID");
     if (read_times(r, v) != 0) return -1;
     e->summary = text_prop(c, "SUMMARY", CAL_SUMMARY_MAX);
@@ -502,17 +505,25 @@ static int apply_override(reader *r, ical_series_in *s, vevent *v)
     o.description = differs(v->ev.description, m->description);
     o.location = differs(v->ev.location, m->location);
     if (strcmp(v->ev.status, m->status) != 0) snprintf(o.status, sizeof o.status, "%s", v->ev.status);
-    /* Times in the series' zone; moved when they differ from the original. */
+    /* Times in the series' zone; moved when they differ from the original.
+     * Without DTSTART the instance keeps its time; without DTEND or DURATION
+     * it keeps the series' length. */
     int64_t os = cal_series_utc_ms(&series, original_local), oe = cal_series_end_ms(&series, original_local);
+    bool has_start = ical_prop_get(v->c, "DTSTART") != NULL;
+    bool has_end = ical_prop_get(v->c, "DTEND") || ical_prop_get(v->c, "DURATION");
     civil_time sl = v->ev.start_local, el = v->ev.end_local;
-    int64_t ss, se;
-    if (m->all_day) {
-        ss = cal_series_utc_ms(&series, civil_to_seconds(&sl)) ;
+    int64_t ss = os, se = oe;
+    if (!has_start) {
+        civil_from_seconds(original_local, &sl);
+        civil_from_seconds(m->all_day ? original_local + m->duration_s : tz_utc_to_local(series.zone, oe / 1000), &el);
+    } else if (m->all_day) {
+        if (!has_end) civil_from_seconds(civil_to_seconds(&sl) + m->duration_s, &el);
+        ss = cal_series_utc_ms(&series, civil_to_seconds(&sl));
         se = cal_series_utc_ms(&series, civil_to_seconds(&el));
     } else {
         const tz_zone *vz = tz_db_get(r->tz, cal_event_zone_name(&v->ev));
         ss = tz_local_to_utc(vz, civil_to_seconds(&sl)) * 1000;
-        se = tz_local_to_utc(vz, civil_to_seconds(&el)) * 1000;
+        se = has_end ? tz_local_to_utc(vz, civil_to_seconds(&el)) * 1000 : ss + m->duration_s * 1000;
         civil_from_seconds(tz_utc_to_local(series.zone, ss / 1000), &sl);
         civil_from_seconds(tz_utc_to_local(series.zone, se / 1000), &el);
     }
@@ -533,12 +544,15 @@ static int apply_override(reader *r, ical_series_in *s, vevent *v)
             s->ovs[i] = o;
             return 0;
         }
-    cal_override *grown = realloc(s->ovs, (s->novs + 1) * sizeof *grown);
-    if (!grown) {
-        cal_override_free(&o);
-        return fail(r, v->c->line, "out of memory");
+    cal_override *grown = s->ovs;
+    if ((s->novs & (s->novs - 1)) == 0) { /* 0, 1, 2, 4, ...: double */
+        grown = realloc(s->ovs, (s->novs ? 2 * s->novs : 1) * sizeof *grown);
+        if (!grown) {
+            cal_override_free(&o);
+            return fail(r, v->c->line, "out of memory");
+        }
+        s->ovs = grown;
     }
-    s->ovs = grown;
     size_t i = s->novs++;
     while (i > 0 && grown[i - 1].original_ms > original_ms) grown[i] = grown[i - 1], i--;
     grown[i] = o;
@@ -576,9 +590,12 @@ static int collect(reader *r, vevent **out, size_t *n)
 static ical_series_in *take_series(reader *r, vevent *v)
 {
     ical_import *im = r->out;
-    ical_series_in *grown = realloc(im->series, (im->nseries + 1) * sizeof *grown);
-    if (!grown) return NULL;
-    im->series = grown;
+    ical_series_in *grown = im->series;
+    if ((im->nseries & (im->nseries - 1)) == 0) { /* 0, 1, 2, 4, ...: double */
+        grown = realloc(im->series, (im->nseries ? 2 * im->nseries : 1) * sizeof *grown);
+        if (!grown) return NULL;
+        im->series = grown;
+    }
     ical_series_in *s = &grown[im->nseries++];
     memset(s, 0, sizeof *s);
     s->ev = v->ev;

@@ -251,10 +251,12 @@ static void status_line(writer *w, const char *status)
     linef(w, "STATUS:%s", up[0] ? up : "CONFIRMED");
 }
 
+/* DTSTAMP is the event's last change, not the time of the export, so that an
+ * unchanged calendar exports to the same bytes (feeds answer 304 then). */
 static void stamps(writer *w, const cal_event *e)
 {
     char b[20];
-    utc_stamp(w->now_ms, b);
+    utc_stamp(e->updated_ms, b);
     linef(w, "DTSTAMP:%s", b);
     utc_stamp(e->created_ms, b);
     linef(w, "CREATED:%s", b);

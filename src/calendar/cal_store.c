@@ -629,14 +629,12 @@ int cal_rsvp(store *db, int64_t event_id, int64_t user_id, cal_response r, const
     "e.series_end_ms > $2)) OR EXISTS (SELECT 1 FROM event_overrides o2 WHERE o2.event_id = e.id AND "       \
     "o2.start_ms < $3 AND o2.end_ms > $2))"
 
-int cal_list_load_events(store *db, const cal_query *q, cal_listing *l)
+/* The three row readers both loaders share. Each steps a prepared and
+ * bound statement to the end and resets it. Events and the attendee and
+ * override rows are all ordered by event id, so attendees are matched in
+ * one pass. */
+static int events_read(store_stmt *st, cal_listing *l)
 {
-    store_stmt *st = store_prepare(db, "SELECT " EVENT_COLS " " VISIBLE_IN_RANGE " ORDER BY e.id");
-    store_bind_int64(st, 1, q->viewer);
-    store_bind_int64(st, 2, q->from_ms);
-    store_bind_int64(st, 3, q->to_ms);
-    store_bind_int64(st, 4, q->calendar_id);
-    store_bind_int64(st, 5, q->event_id);
     size_t cap = 0;
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
@@ -652,18 +650,14 @@ int cal_list_load_events(store *db, const cal_query *q, cal_listing *l)
         event_from_row(st, &l->events[l->nevents++]);
     }
     store_reset(st);
-    if (rc != STORE_DONE) return CAL_ERROR;
-    /* One query for every attendee of every event, matched by id (both
-     * lists are ordered by event id). */
-    st = store_prepare(db, "SELECT a.event_id, a.user_id, uu.email, a.response_status, a.reminders "
-                           "FROM attendees a JOIN users uu ON uu.id = a.user_id WHERE a.event_id IN "
-                           "(SELECT e.id " VISIBLE_IN_RANGE ") ORDER BY a.event_id, uu.email_lower");
-    store_bind_int64(st, 1, q->viewer);
-    store_bind_int64(st, 2, q->from_ms);
-    store_bind_int64(st, 3, q->to_ms);
-    store_bind_int64(st, 4, q->calendar_id);
-    store_bind_int64(st, 5, q->event_id);
+    return rc == STORE_DONE ? CAL_OK : CAL_ERROR;
+}
+
+/* Rows of (event_id, user_id, email, response_status, reminders). */
+static int attendees_read(store_stmt *st, cal_listing *l)
+{
     size_t ei = 0;
+    int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
         int64_t id = store_col_int64(st, 0);
         while (ei < l->nevents && l->events[ei].id < id) ei++;
@@ -673,15 +667,13 @@ int cal_list_load_events(store *db, const cal_query *q, cal_listing *l)
         }
     }
     store_reset(st);
-    if (rc != STORE_DONE) return CAL_ERROR;
-    st = store_prepare(db, "SELECT " OVERRIDE_COLS " FROM event_overrides o WHERE o.event_id IN (SELECT e.id "
-                           VISIBLE_IN_RANGE ") ORDER BY o.event_id, o.original_ms");
-    store_bind_int64(st, 1, q->viewer);
-    store_bind_int64(st, 2, q->from_ms);
-    store_bind_int64(st, 3, q->to_ms);
-    store_bind_int64(st, 4, q->calendar_id);
-    store_bind_int64(st, 5, q->event_id);
-    cap = 0;
+    return rc == STORE_DONE ? CAL_OK : CAL_ERROR;
+}
+
+static int overrides_read(store_stmt *st, cal_listing *l)
+{
+    size_t cap = 0;
+    int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
         if (l->noverrides == cap) {
             cap = cap ? cap * 2 : 16;
@@ -696,6 +688,31 @@ int cal_list_load_events(store *db, const cal_query *q, cal_listing *l)
     }
     store_reset(st);
     return rc == STORE_DONE ? CAL_OK : CAL_ERROR;
+}
+
+static void bind_query(store_stmt *st, const cal_query *q)
+{
+    store_bind_int64(st, 1, q->viewer);
+    store_bind_int64(st, 2, q->from_ms);
+    store_bind_int64(st, 3, q->to_ms);
+    store_bind_int64(st, 4, q->calendar_id);
+    store_bind_int64(st, 5, q->event_id);
+}
+
+int cal_list_load_events(store *db, const cal_query *q, cal_listing *l)
+{
+    store_stmt *st = store_prepare(db, "SELECT " EVENT_COLS " " VISIBLE_IN_RANGE " ORDER BY e.id");
+    bind_query(st, q);
+    if (events_read(st, l) != CAL_OK) return CAL_ERROR;
+    st = store_prepare(db, "SELECT a.event_id, a.user_id, uu.email, a.response_status, a.reminders "
+                           "FROM attendees a JOIN users uu ON uu.id = a.user_id WHERE a.event_id IN "
+                           "(SELECT e.id " VISIBLE_IN_RANGE ") ORDER BY a.event_id, uu.email_lower");
+    bind_query(st, q);
+    if (attendees_read(st, l) != CAL_OK) return CAL_ERROR;
+    st = store_prepare(db, "SELECT " OVERRIDE_COLS " FROM event_overrides o WHERE o.event_id IN (SELECT e.id "
+                           VISIBLE_IN_RANGE ") ORDER BY o.event_id, o.original_ms");
+    bind_query(st, q);
+    return overrides_read(st, l);
 }
 
 int cal_event_find_uid(store *db, int64_t calendar_id, const char *uid, int64_t *id, int64_t *created_ms)
@@ -718,55 +735,16 @@ int cal_calendar_events(store *db, int64_t calendar_id, cal_listing *l)
     store_stmt *st = store_prepare(db, "SELECT " EVENT_COLS " FROM events e JOIN calendars c ON c.id = e.calendar_id "
                                        "JOIN users u ON u.id = c.owner_id WHERE e.calendar_id = $1 ORDER BY e.id");
     store_bind_int64(st, 1, calendar_id);
-    size_t cap = 0;
-    int rc;
-    while ((rc = store_step(st)) == STORE_ROW) {
-        if (l->nevents == cap) {
-            cap = cap ? cap * 2 : 16;
-            cal_event *grown = realloc(l->events, cap * sizeof *grown);
-            if (!grown) {
-                rc = STORE_ERROR;
-                break;
-            }
-            l->events = grown;
-        }
-        event_from_row(st, &l->events[l->nevents++]);
-    }
-    store_reset(st);
-    if (rc != STORE_DONE) return CAL_ERROR;
+    if (events_read(st, l) != CAL_OK) return CAL_ERROR;
     st = store_prepare(db, "SELECT a.event_id, a.user_id, uu.email, a.response_status, a.reminders FROM attendees a "
                            "JOIN users uu ON uu.id = a.user_id JOIN events e ON e.id = a.event_id "
                            "WHERE e.calendar_id = $1 ORDER BY a.event_id, uu.email_lower");
     store_bind_int64(st, 1, calendar_id);
-    size_t ei = 0;
-    while ((rc = store_step(st)) == STORE_ROW) {
-        int64_t id = store_col_int64(st, 0);
-        while (ei < l->nevents && l->events[ei].id < id) ei++;
-        if (ei < l->nevents && l->events[ei].id == id && attendee_append(st, 1, &l->events[ei]) != CAL_OK) {
-            rc = STORE_ERROR;
-            break;
-        }
-    }
-    store_reset(st);
-    if (rc != STORE_DONE) return CAL_ERROR;
+    if (attendees_read(st, l) != CAL_OK) return CAL_ERROR;
     st = store_prepare(db, "SELECT " OVERRIDE_COLS " FROM event_overrides o JOIN events e ON e.id = o.event_id "
                            "WHERE e.calendar_id = $1 ORDER BY o.event_id, o.original_ms");
     store_bind_int64(st, 1, calendar_id);
-    cap = 0;
-    while ((rc = store_step(st)) == STORE_ROW) {
-        if (l->noverrides == cap) {
-            cap = cap ? cap * 2 : 16;
-            cal_override *grown = realloc(l->overrides, cap * sizeof *grown);
-            if (!grown) {
-                rc = STORE_ERROR;
-                break;
-            }
-            l->overrides = grown;
-        }
-        override_from_row(st, &l->overrides[l->noverrides++]);
-    }
-    store_reset(st);
-    return rc == STORE_DONE ? CAL_OK : CAL_ERROR;
+    return overrides_read(st, l);
 }
 
 int cal_user_lookup(store *db, const char *email, int64_t id, int64_t *out_id, char *email_out, size_t size)

@@ -10,6 +10,7 @@
 
 #include "app.h"
 #include "base/base.h"
+#include "calendar/cal_http.h"
 #include "calendar/calendar.h"
 #include "calendar/calendar_json.h"
 #include "calendar/ical_http.h"
@@ -17,20 +18,13 @@
 #include "time/rfc3339.h"
 #include "time/rrule.h"
 
-typedef struct ctx {
-    http_req *r;
-    store *db;
-    tz_db *tz;
-    int64_t me;
-} ctx;
-
-static ctx ctx_of(http_req *r)
+ctx cal_http_ctx(http_req *r)
 {
     app_thread *t = r->thread;
     return (ctx){.r = r, .db = t->db, .tz = t->app->tz, .me = r->user_id};
 }
 
-static void db_error(ctx *c)
+void cal_http_db_error(ctx *c)
 {
     log_error("request %s: database: %s", c->r->request_id, store_errmsg(c->db));
     http_send_error(c->r, 503, "unavailable", NULL, "the database did not answer; try again");
@@ -70,10 +64,10 @@ static void send_event(ctx *c, int status, const cal_event *e)
 
 static void handle_calendars_list(http_req *r)
 {
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     cal_calendar *cals;
     size_t n;
-    if (cal_calendar_list(c.db, c.me, &cals, &n) != CAL_OK) return db_error(&c);
+    if (cal_calendar_list(c.db, c.me, &cals, &n) != CAL_OK) return cal_http_db_error(&c);
     json_t *items = json_array();
     for (size_t i = 0; i < n; i++) json_array_append_new(items, cal_json_calendar(&cals[i]));
     free(cals);
@@ -83,7 +77,7 @@ static void handle_calendars_list(http_req *r)
 static void handle_calendar_create(http_req *r)
 {
     static const char *const fields[] = {"summary", "time_zone", NULL};
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     http_err e;
     const char *summary, *zone;
     json_t *body = http_json_body(r, &e);
@@ -103,7 +97,7 @@ static void handle_calendar_create(http_req *r)
         goto bad;
     }
     json_decref(body);
-    if (rc != CAL_OK) return db_error(&c);
+    if (rc != CAL_OK) return cal_http_db_error(&c);
     http_send_json(r, 201, cal_json_calendar(&cal));
     return;
 bad:
@@ -113,26 +107,26 @@ bad:
 
 static void handle_calendar_get(http_req *r)
 {
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     int64_t id;
     cal_calendar cal;
     if (!param_id(&c, 0, &id, "calendar")) return;
     int rc = cal_calendar_get(c.db, c.me, id, &cal);
     if (rc == CAL_NOT_FOUND) return not_found(&c, "calendar");
-    if (rc != CAL_OK) return db_error(&c);
+    if (rc != CAL_OK) return cal_http_db_error(&c);
     http_send_json(r, 200, cal_json_calendar(&cal));
 }
 
 static void handle_calendar_delete(http_req *r)
 {
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     int64_t id;
     if (!param_id(&c, 0, &id, "calendar")) return;
     int rc = cal_calendar_delete(c.db, c.me, id);
     if (rc == CAL_NOT_FOUND) return not_found(&c, "calendar");
     if (rc == CAL_FORBIDDEN)
         return http_send_error(r, 403, "forbidden", NULL, "the primary calendar cannot be deleted");
-    if (rc != CAL_OK) return db_error(&c);
+    if (rc != CAL_OK) return cal_http_db_error(&c);
     http_send_empty(r, 204);
 }
 
@@ -167,17 +161,17 @@ static void finish_save(ctx *c, cal_event *ev, bool insert, int status)
     int rc = cal_event_save(c->db, ev, insert);
     if (rc == CAL_CONFLICT)
         return http_send_error(c->r, 409, "duplicate", "ical_uid", "an event with this ical_uid already exists here");
-    if (rc != CAL_OK) return db_error(c);
+    if (rc != CAL_OK) return cal_http_db_error(c);
     bool org;
     cal_event fresh;
-    if (cal_event_load(c->db, c->me, ev->id, &fresh, &org) != CAL_OK) return db_error(c);
+    if (cal_event_load(c->db, c->me, ev->id, &fresh, &org) != CAL_OK) return cal_http_db_error(c);
     send_event(c, status, &fresh);
     cal_event_free(&fresh);
 }
 
 static void handle_event_create(http_req *r)
 {
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     http_err e;
     cal_calendar cal;
     cal_input seen;
@@ -219,7 +213,7 @@ static bool load_event(ctx *c, cal_event *ev, bool need_organizer)
         return false;
     }
     if (rc != CAL_OK) {
-        db_error(c);
+        cal_http_db_error(c);
         return false;
     }
     if (need_organizer && !org) {
@@ -247,7 +241,7 @@ static bool etag_matches(ctx *c, const cal_event *ev)
 
 static void handle_event_get(http_req *r)
 {
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     cal_event ev;
     if (!load_event(&c, &ev, false)) return;
     send_event(&c, 200, &ev);
@@ -256,7 +250,7 @@ static void handle_event_get(http_req *r)
 
 static void handle_event_patch(http_req *r)
 {
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     http_err e;
     cal_event ev;
     cal_input seen;
@@ -275,7 +269,7 @@ static void handle_event_patch(http_req *r)
     /* Overrides are keyed by original starts; new times or a new rule make
      * them meaningless, as in Google Calendar. */
     if ((seen.has_start || seen.has_end || seen.has_recurrence) && cal_overrides_clear(c.db, ev.id) != CAL_OK) {
-        db_error(&c);
+        cal_http_db_error(&c);
         goto done;
     }
     finish_save(&c, &ev, false, 200);
@@ -289,11 +283,11 @@ done:
 
 static void handle_event_delete(http_req *r)
 {
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     cal_event ev;
     if (!load_event(&c, &ev, true)) return;
     if (etag_matches(&c, &ev)) {
-        if (cal_event_delete(c.db, ev.id) != CAL_OK) db_error(&c);
+        if (cal_event_delete(c.db, ev.id) != CAL_OK) cal_http_db_error(&c);
         else http_send_empty(r, 204);
     }
     cal_event_free(&ev);
@@ -379,7 +373,7 @@ static bool list_query(ctx *c, cal_query *q)
                                                                          : CAL_NOT_FOUND;
         if (found != CAL_OK) {
             if (found == CAL_NOT_FOUND) http_send_error(c->r, 404, "not_found", "calendar_id", "no such calendar");
-            else db_error(c);
+            else cal_http_db_error(c);
             return false;
         }
         q->calendar_id = id;
@@ -392,7 +386,7 @@ static void send_listing(ctx *c, const cal_query *q)
     cal_listing l;
     if (cal_list(c->db, c->tz, q, &l) != CAL_OK) {
         cal_listing_free(&l);
-        return db_error(c);
+        return cal_http_db_error(c);
     }
     jsonw w;
     jw_init(&w, 1024 + l.nitems * 900);
@@ -416,14 +410,14 @@ static void send_listing(ctx *c, const cal_query *q)
 
 static void handle_events_list(http_req *r)
 {
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     cal_query q;
     if (list_query(&c, &q)) send_listing(&c, &q);
 }
 
 static void handle_instances_list(http_req *r)
 {
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     cal_event ev;
     cal_query q;
     if (!load_event(&c, &ev, false)) return;
@@ -588,7 +582,7 @@ static int truncate_before(ctx *c, instance *in, cal_event *ev)
 
 static void handle_instance_delete(http_req *r)
 {
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     instance in;
     char scope[16] = "";
     if (http_query(r, "scope", scope, sizeof scope) < 0 || (scope[0] && strcmp(scope, "following"))) {
@@ -598,7 +592,7 @@ static void handle_instance_delete(http_req *r)
     char msg[200], field[64];
     bool first = in.original_local == civil_to_seconds(&in.ev.start_local);
     if (scope[0] && first) { /* the whole series goes */
-        if (cal_event_delete(c.db, in.ev.id) != CAL_OK) db_error(&c);
+        if (cal_event_delete(c.db, in.ev.id) != CAL_OK) cal_http_db_error(&c);
         else http_send_empty(r, 204);
     } else if (scope[0]) {
         if (truncate_before(&c, &in, &in.ev) != 0 ||
@@ -606,7 +600,7 @@ static void handle_instance_delete(http_req *r)
             http_send_error(r, 400, "invalid_value", "original_start", "the series cannot be cut there");
         } else if (cal_overrides_drop_from(c.db, in.ev.id, in.original_ms) != CAL_OK ||
                    cal_event_save(c.db, &in.ev, false) != CAL_OK) {
-            db_error(&c);
+            cal_http_db_error(&c);
         } else {
             http_send_empty(r, 204);
         }
@@ -614,7 +608,7 @@ static void handle_instance_delete(http_req *r)
         int64_t *grown = realloc(in.ev.exdates, (in.ev.nexdates + 1) * sizeof *grown);
         if (!grown) {
             cal_event_free(&in.ev);
-            return db_error(&c);
+            return cal_http_db_error(&c);
         }
         in.ev.exdates = grown;
         size_t i = in.ev.nexdates++;
@@ -625,7 +619,7 @@ static void handle_instance_delete(http_req *r)
         else if (cal_event_resolve(&in.ev, c.tz, msg, sizeof msg, field, sizeof field) != 0 ||
                  cal_override_delete(c.db, in.ev.id, in.original_ms) != CAL_OK ||
                  cal_event_save(c.db, &in.ev, false) != CAL_OK)
-            db_error(&c);
+            cal_http_db_error(&c);
         else
             http_send_empty(r, 204);
     }
@@ -720,14 +714,14 @@ fail:
     http_send_error(c->r, 400, "invalid_value", "original_start", "the series cannot be split there");
     goto out;
 dberr:
-    db_error(c);
+    cal_http_db_error(c);
 out:
     cal_event_free(&next);
 }
 
 static void handle_instance_patch(http_req *r)
 {
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     instance in;
     http_err e;
     char scope[16] = "";
@@ -752,7 +746,7 @@ static void handle_instance_patch(http_req *r)
         }
         if (override_apply(&c, &in, body, &o, &e) != 0) http_send_err(r, &e);
         else if (cal_override_save(c.db, &o, in.ev.all_day) != CAL_OK || cal_event_touch(c.db, in.ev.id) != CAL_OK)
-            db_error(&c);
+            cal_http_db_error(&c);
         else
             send_instance(&c, &in, &o);
         cal_override_free(&o);
@@ -766,7 +760,7 @@ static void handle_instance_patch(http_req *r)
 static void handle_rsvp(http_req *r)
 {
     static const char *const fields[] = {"status", "reminders", NULL};
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     http_err e;
     cal_event ev;
     if (!load_event(&c, &ev, false)) return;
@@ -788,11 +782,11 @@ static void handle_rsvp(http_req *r)
         goto bad;
     }
     if (rc != CAL_OK || cal_event_touch(c.db, ev.id) != CAL_OK) {
-        db_error(&c);
+        cal_http_db_error(&c);
     } else {
         cal_event fresh;
         bool org;
-        if (cal_event_load(c.db, c.me, ev.id, &fresh, &org) != CAL_OK) db_error(&c);
+        if (cal_event_load(c.db, c.me, ev.id, &fresh, &org) != CAL_OK) cal_http_db_error(&c);
         else send_event(&c, 200, &fresh), cal_event_free(&fresh);
     }
     json_decref(body);
@@ -849,7 +843,7 @@ static json_t *busy_of(ctx *c, int64_t who, int64_t from, int64_t to)
 static void handle_freebusy(http_req *r)
 {
     static const char *const fields[] = {"users", "from", "to", NULL};
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     http_err e;
     int64_t from, to;
     json_t *body = http_json_body(r, &e), *users;
@@ -883,7 +877,7 @@ static void handle_freebusy(http_req *r)
         if (rc == CAL_ERROR || (rc == CAL_OK && !busy)) {
             json_decref(out);
             json_decref(body);
-            return db_error(&c);
+            return cal_http_db_error(&c);
         }
         json_object_set_new(out, key, busy ? json_pack("{s:o}", "busy", busy)
                                           : json_pack("{s:s,s:[]}", "error", "not_found", "busy"));

@@ -394,11 +394,11 @@ static void write_time(jsonw *w, const char *key, const tz_zone *z, const char *
     jw_obj(w);
     if (all_day) {
         rfc3339_format_date(local, buf, sizeof buf);
-        jw_kstr(w, "date", buf);
+        jw_kplain(w, "date", buf);
     } else {
         int64_t secs = utc_ms / 1000;
         rfc3339_format(secs, tz_offset_at(z, secs), buf, sizeof buf);
-        jw_kstr(w, "date_time", buf);
+        jw_kplain(w, "date_time", buf);
         if (zone_name[0]) jw_kstr(w, "time_zone", zone_name);
     }
     jw_obj_end(w);
@@ -446,7 +446,7 @@ static void write_reminders(jsonw *w, const cal_reminder *r, int n)
     jw_arr(w);
     for (int i = 0; i < n; i++) {
         jw_obj(w);
-        jw_kstr(w, "method", r[i].method);
+        jw_kplain(w, "method", r[i].method);
         jw_kint(w, "minutes_before", r[i].minutes_before);
         jw_obj_end(w);
     }
@@ -463,8 +463,8 @@ static void write_attendees(jsonw *w, const cal_event *e, int64_t viewer)
         base_id_format(a->user_id, id);
         jw_obj(w);
         jw_kstr(w, "email", a->email);
-        jw_kstr(w, "user_id", id);
-        jw_kstr(w, "response_status", cal_response_name(a->response));
+        jw_kplain(w, "user_id", id);
+        jw_kplain(w, "response_status", cal_response_name(a->response));
         if (a->user_id == viewer) {
             jw_key(w, "self");
             jw_bool(w, true);
@@ -488,19 +488,19 @@ static void write_const(jsonw *w, const cal_event *e, int64_t viewer)
     base_id_format(e->created_by, org);
     base_format_rfc3339_ms(e->created_ms, created, sizeof created);
     base_format_rfc3339_ms(e->updated_ms, updated, sizeof updated);
-    jw_kstr(w, "calendar_id", cal);
+    jw_kplain(w, "calendar_id", cal);
     jw_kstr(w, "ical_uid", e->ical_uid);
     jw_key(w, "organizer");
     jw_obj(w);
-    jw_kstr(w, "id", org);
+    jw_kplain(w, "id", org);
     jw_kstr(w, "email", e->organizer_email);
     jw_obj_end(w);
-    jw_kstr(w, "created_by", org);
+    jw_kplain(w, "created_by", org);
     write_attendees(w, e, viewer);
     write_reminders(w, e->reminders, e->nreminders);
-    jw_kstr(w, "etag", e->etag);
-    jw_kstr(w, "created", created);
-    jw_kstr(w, "updated", updated);
+    jw_kplain(w, "etag", e->etag);
+    jw_kplain(w, "created", created);
+    jw_kplain(w, "updated", updated);
 }
 
 static void write_shown(jsonw *w, const shown *v)
@@ -546,7 +546,7 @@ static void shown_thunk(jsonw *w, const void *e, int64_t viewer)
 static void write_base(jsonw *w, const cal_event *e, const char *id, const shown *v, int64_t viewer)
 {
     cal_event *m = (cal_event *)e;
-    jw_kstr(w, "id", id);
+    jw_kplain(w, "id", id);
     if (!m->json_const) m->json_const = render_members(const_thunk, e, viewer, &m->json_const_len);
     if (m->json_const) jw_members(w, m->json_const, m->json_const_len);
     else write_const(w, e, viewer);
@@ -615,7 +615,7 @@ void cal_write_item(jsonw *w, const cal_item *it, tz_db *tz, int64_t viewer)
     }
     jw_obj(w);
     write_base(w, e, id, &v, viewer);
-    jw_kstr(w, "recurring_event_id", rid);
+    jw_kplain(w, "recurring_event_id", rid);
     write_time(w, "start", z, e->time_zone, e->all_day, &sl, it->start_ms);
     write_time(w, "end", z, e->time_zone, e->all_day, &el, it->end_ms);
     write_time(w, "original_start", z, e->time_zone, e->all_day, &ol, it->original_ms);

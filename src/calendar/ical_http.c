@@ -22,28 +22,10 @@
 #include "app.h"
 #include "base/base.h"
 #include "calendar/cal_ical.h"
+#include "calendar/cal_http.h"
 #include "calendar/calendar.h"
 
 #define FEED_TOKEN_BYTES 32
-
-typedef struct ctx {
-    http_req *r;
-    store *db;
-    tz_db *tz;
-    int64_t me;
-} ctx;
-
-static ctx ctx_of(http_req *r)
-{
-    app_thread *t = r->thread;
-    return (ctx){.r = r, .db = t->db, .tz = t->app->tz, .me = r->user_id};
-}
-
-static void db_error(ctx *c)
-{
-    log_error("request %s: database: %s", c->r->request_id, store_errmsg(c->db));
-    http_send_error(c->r, 503, "unavailable", NULL, "the database did not answer; try again");
-}
 
 /* The caller's own calendar {id}; answers 404/503 and returns false otherwise. */
 static bool own_calendar(ctx *c, cal_calendar *cal)
@@ -53,32 +35,55 @@ static bool own_calendar(ctx *c, cal_calendar *cal)
                                                                                : CAL_NOT_FOUND;
     if (rc == CAL_OK) return true;
     if (rc == CAL_NOT_FOUND) http_send_error(c->r, 404, "not_found", NULL, "no such calendar");
-    else db_error(c);
+    else cal_http_db_error(c);
     return false;
 }
 
 /* ---- export ------------------------------------------------------------- */
 
+/* Does If-None-Match name this etag ("*" or a list of quoted tags)? */
+static bool etag_seen(http_req *r, const char *etag)
+{
+    http_str h;
+    if (!http_header(r, "if-none-match", &h)) return false;
+    size_t n = strlen(etag);
+    for (size_t i = 0; i < h.len; i++) {
+        if (h.ptr[i] == '*') return true;
+        if (h.len - i >= n && memcmp(h.ptr + i, etag, n) == 0) return true;
+    }
+    return false;
+}
+
+/* The whole file is built in memory: an export is bounded by what the
+ * calendar holds, and the ETag needs all of it anyway. */
 static void send_calendar(ctx *c, const cal_calendar *cal, bool attachment)
 {
     cal_listing l;
     if (cal_calendar_events(c->db, cal->id, &l) != CAL_OK) {
         cal_listing_free(&l);
-        return db_error(c);
+        return cal_http_db_error(c);
     }
     size_t len;
     char *text = ical_write(cal, l.events, l.nevents, l.overrides, l.noverrides, c->tz, base_now_ms(), &len);
     cal_listing_free(&l);
     if (!text) return http_send_error(c->r, 500, "internal", NULL, "out of memory writing the calendar");
-    if (attachment) http_add_header(c->r, "Content-Disposition", "attachment; filename=\"calendar.ics\"");
+    char hash[65], etag[68];
+    base_sha256_hex(text, len, hash);
+    snprintf(etag, sizeof etag, "\"%.32s\"", hash);
+    http_add_header(c->r, "ETag", etag);
     http_add_header(c->r, "Cache-Control", "no-cache");
+    if (etag_seen(c->r, etag)) {
+        free(text);
+        return http_send_empty(c->r, 304);
+    }
+    if (attachment) http_add_header(c->r, "Content-Disposition", "attachment; filename=\"calendar.ics\"");
     http_send_body(c->r, 200, "text/calendar; charset=utf-8", text, len);
     free(text);
 }
 
 static void handle_export(http_req *r)
 {
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     cal_calendar cal;
     if (own_calendar(&c, &cal)) send_calendar(&c, &cal, true);
 }
@@ -87,7 +92,7 @@ static void handle_export(http_req *r)
 
 static void handle_feed_create(http_req *r)
 {
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     cal_calendar cal;
     if (!own_calendar(&c, &cal)) return;
     unsigned char raw[FEED_TOKEN_BYTES];
@@ -97,25 +102,25 @@ static void handle_feed_create(http_req *r)
     base_sha256_hex(token, strlen(token), hash);
     int rc = cal_feed_set(c.db, c.me, cal.id, hash);
     if (rc == CAL_NOT_FOUND) return http_send_error(r, 404, "not_found", NULL, "no such calendar");
-    if (rc != CAL_OK) return db_error(&c);
+    if (rc != CAL_OK) return cal_http_db_error(&c);
     snprintf(url, sizeof url, "/v1/feeds/%s.ics", token);
     http_send_json(r, 201, json_pack("{s:s}", "url", url));
 }
 
 static void handle_feed_delete(http_req *r)
 {
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     cal_calendar cal;
     if (!own_calendar(&c, &cal)) return;
     int rc = cal_feed_set(c.db, c.me, cal.id, NULL);
     if (rc == CAL_NOT_FOUND) return http_send_error(r, 404, "not_found", NULL, "no such calendar");
-    if (rc != CAL_OK) return db_error(&c);
+    if (rc != CAL_OK) return cal_http_db_error(&c);
     http_send_empty(r, 204);
 }
 
 static void handle_feed_get(http_req *r)
 {
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     http_str t = r->params[0];
     if (t.len > 4 && strncasecmp(t.ptr + t.len - 4, ".ics", 4) == 0) t.len -= 4;
     bool hex = t.len == 2 * FEED_TOKEN_BYTES;
@@ -129,7 +134,7 @@ static void handle_feed_get(http_req *r)
         rc = cal_feed_lookup(c.db, hash, &cal);
     }
     if (rc == CAL_NOT_FOUND) return http_send_error(r, 404, "not_found", NULL, "no such feed");
-    if (rc != CAL_OK) return db_error(&c);
+    if (rc != CAL_OK) return cal_http_db_error(&c);
     send_calendar(&c, &cal, false);
 }
 
@@ -216,7 +221,7 @@ static bool is_text_calendar(http_req *r)
 
 static void handle_import(http_req *r)
 {
-    ctx c = ctx_of(r);
+    ctx c = cal_http_ctx(r);
     cal_calendar cal;
     if (!is_text_calendar(r))
         return http_send_error(r, 415, "unsupported_media_type", "content-type", "send the file as text/calendar");
@@ -232,11 +237,11 @@ static void handle_import(http_req *r)
         ical_import_free(&im);
         if (rc == CAL_CONFLICT)
             return http_send_error(r, 409, "conflict", NULL, "another import changed this calendar; try again");
-        return db_error(&c);
+        return cal_http_db_error(&c);
     }
     if (store_commit(c.db) != STORE_OK) {
         ical_import_free(&im);
-        return db_error(&c);
+        return cal_http_db_error(&c);
     }
     json_t *skipped = json_array();
     for (size_t i = 0; i < im.nskips; i++)
@@ -256,5 +261,5 @@ void ical_http_register(http_server *s)
     http_route(s, HTTP_POST, "/v1/calendars/{id}/import", handle_import, A);
     http_route(s, HTTP_POST, "/v1/calendars/{id}/feed", handle_feed_create, A);
     http_route(s, HTTP_DELETE, "/v1/calendars/{id}/feed", handle_feed_delete, A);
-    http_route(s, HTTP_GET, "/v1/feeds/{token}", handle_feed_get, 0);
+    http_route(s, HTTP_GET, "/v1/feeds/{token}", handle_feed_get, HTTP_ROUTE_SECRET);
 }

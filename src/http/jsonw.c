@@ -88,10 +88,14 @@ static void escaped(jsonw *w, const char *s, size_t n)
     static const char hex[] = "0123456789abcdef";
     if (!reserve(w, n + 2)) return;
     w->buf[w->len++] = '"';
+    /* Bytes that need escaping: controls, quote, backslash. */
+    static const bool special[256] = {
+        [0 ... 0x1f] = true, ['"'] = true, ['\\'] = true,
+    };
     size_t run = 0; /* bytes copied in one go when nothing needs escaping */
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        if (!special[c]) continue;
         put(w, s + run, i - run);
         run = i + 1;
         char e[6] = {'\\', 0};
@@ -112,11 +116,28 @@ static void escaped(jsonw *w, const char *s, size_t n)
 
 void jw_key(jsonw *w, const char *key)
 {
-    if (!w->first[w->depth]) putc1(w, ',');
+    size_t n = strlen(key);
+    if (!reserve(w, n + 4)) return;
+    if (!w->first[w->depth]) w->buf[w->len++] = ',';
     w->first[w->depth] = false;
-    escaped(w, key, strlen(key));
-    putc1(w, ':');
+    w->buf[w->len++] = '"';
+    memcpy(w->buf + w->len, key, n);
+    w->len += n;
+    w->buf[w->len++] = '"';
+    w->buf[w->len++] = ':';
     w->after_key = true;
+}
+
+void jw_kplain(jsonw *w, const char *key, const char *s)
+{
+    size_t n = strlen(s);
+    jw_key(w, key);
+    w->after_key = false;
+    if (!reserve(w, n + 2)) return;
+    w->buf[w->len++] = '"';
+    memcpy(w->buf + w->len, s, n);
+    w->len += n;
+    w->buf[w->len++] = '"';
 }
 
 void jw_strn(jsonw *w, const char *s, size_t n)

@@ -31,6 +31,8 @@ void jw_obj(jsonw *w);      /* { */
 void jw_obj_end(jsonw *w);  /* } */
 void jw_arr(jsonw *w);      /* [ */
 void jw_arr_end(jsonw *w);  /* ] */
+/* Keys are program literals and are written as they are: never pass a key
+ * that needs escaping (a quote, a backslash, a control character). */
 void jw_key(jsonw *w, const char *key);
 void jw_str(jsonw *w, const char *s);
 void jw_strn(jsonw *w, const char *s, size_t n);
@@ -48,5 +50,8 @@ const char *jw_open_members(const jsonw *w, size_t *len);
 /* key + value in one call. */
 void jw_kstr(jsonw *w, const char *key, const char *s);
 void jw_kint(jsonw *w, const char *key, int64_t v);
+/* A string value the program formatted itself and knows needs no escaping
+ * (hex ids, RFC 3339 times, enum names): copied without scanning. */
+void jw_kplain(jsonw *w, const char *key, const char *s);
 
 #endif

@@ -120,11 +120,16 @@ static void access_log(http_server *srv, const http_req *r, h2o_req_t *req, int 
     gmtime_r(&ts.tv_sec, &tm);
     http_peer(r, peer, sizeof peer);
     double ms = (double)(base_mono_ns() - r->started_ns) / 1e6;
+    h2o_iovec_t path = req->path;
+    if (r->route_index >= 0 && r->route_index < srv->routes.nroutes &&
+        (srv->routes.routes[r->route_index].flags & HTTP_ROUTE_SECRET))
+        path = h2o_iovec_init(srv->routes.routes[r->route_index].pattern,
+                              strlen(srv->routes.routes[r->route_index].pattern));
     int n = snprintf(line, sizeof line,
                      "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ access id=%s peer=%s %.*s %.*s %d %zuB %.3fms\n",
                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                      ts.tv_nsec / 1000000, r->request_id, peer, (int)req->method.len, req->method.base,
-                     (int)(req->path.len > 512 ? 512 : req->path.len), req->path.base, status, bytes, ms);
+                     (int)(path.len > 512 ? 512 : path.len), path.base, status, bytes, ms);
     if (n > (int)sizeof line - 1) {
         n = (int)sizeof line - 1;
         line[n - 1] = '\n';

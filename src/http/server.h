@@ -13,7 +13,10 @@
 
 typedef void (*http_handler_fn)(http_req *r);
 
-enum { HTTP_ROUTE_AUTH = 1 << 0 /* needs a signed-in user */ };
+enum {
+    HTTP_ROUTE_AUTH = 1 << 0,   /* needs a signed-in user */
+    HTTP_ROUTE_SECRET = 1 << 1, /* the path holds a secret: logs show the route pattern, not the path */
+};
 
 typedef struct http_server http_server;
 

@@ -137,10 +137,33 @@ int civil_parse_basic(const char *s, size_t len, civil_time *t, bool *is_date)
     return civil_valid(t) ? 0 : -1;
 }
 
+static void two(char *p, int v)
+{
+    p[0] = (char)('0' + v / 10);
+    p[1] = (char)('0' + v % 10);
+}
+
+/* By hand: listings and exports format these by the thousand. */
 int civil_format_basic(const civil_time *t, bool date_only, char *buf, size_t size)
 {
-    if (date_only)
-        return snprintf(buf, size, "%04d%02d%02d", (int)t->year, t->month, t->day);
-    return snprintf(buf, size, "%04d%02d%02dT%02d%02d%02d", (int)t->year, t->month,
-                    t->day, t->hour, t->minute, t->second);
+    if (t->year < 0 || t->year > 9999 || size < 16) {
+        if (date_only)
+            return snprintf(buf, size, "%04d%02d%02d", (int)t->year, t->month, t->day);
+        return snprintf(buf, size, "%04d%02d%02dT%02d%02d%02d", (int)t->year, t->month,
+                        t->day, t->hour, t->minute, t->second);
+    }
+    two(buf, t->year / 100);
+    two(buf + 2, t->year % 100);
+    two(buf + 4, t->month);
+    two(buf + 6, t->day);
+    if (date_only) {
+        buf[8] = '\0';
+        return 8;
+    }
+    buf[8] = 'T';
+    two(buf + 9, t->hour);
+    two(buf + 11, t->minute);
+    two(buf + 13, t->second);
+    buf[15] = '\0';
+    return 15;
 }

@@ -2,6 +2,7 @@
 #include "time/rfc3339.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static int num(const char *s, int n)
 {
@@ -84,6 +85,18 @@ static int format_date(const civil_time *t, char *p)
     return 10;
 }
 
+/* snprintf's contract (truncate, NUL, return the full length) without its
+ * cost. */
+static int copy_out(const char *src, size_t n, char *buf, size_t size)
+{
+    if (size > 0) {
+        size_t k = n < size - 1 ? n : size - 1;
+        memcpy(buf, src, k);
+        buf[k] = '\0';
+    }
+    return (int)n;
+}
+
 int rfc3339_format(int64_t utc_secs, int32_t offset, char *buf, size_t size)
 {
     char tmp[48], *p = tmp;
@@ -106,12 +119,12 @@ int rfc3339_format(int64_t utc_secs, int32_t offset, char *buf, size_t size)
         p = digits(p, a / 60 % 60, 2);
     }
     *p = '\0';
-    return snprintf(buf, size, "%s", tmp);
+    return copy_out(tmp, (size_t)(p - tmp), buf, size);
 }
 
 int rfc3339_format_date(const civil_time *t, char *buf, size_t size)
 {
     char tmp[32];
-    format_date(t, tmp);
-    return snprintf(buf, size, "%s", tmp);
+    int n = format_date(t, tmp);
+    return copy_out(tmp, (size_t)n, buf, size);
 }

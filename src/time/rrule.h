@@ -22,19 +22,30 @@
  * three small sorted lists (hours, minutes, seconds); occurrence i of a period
  * is day[i / ntimes] + time[i % ntimes], so BYSETPOS picks indexes without
  * materialising the set. With COUNT, the occurrences before a period are
- * counted per period with popcounts (per kind of year for YEARLY), never by
- * generating them.
+ * counted, never generated: a multiplication when every period yields the
+ * same number (DAILY, WEEKLY;BYDAY=..., MONTHLY;BYDAY=1FR, ...), otherwise
+ * popcounts per period or per kind of year (cached), a day at a time for
+ * sub-daily rules.
+ *
+ * A plan is not safe to query from two threads at once: its caches fill
+ * lazily. Plans are cheap (a fresh parse + plan + query is about 2 us), so
+ * give each thread its own.
  *
  * Bounds: years run 0..9999 (the RFC 5545 text form has four digits); no
- * occurrence exists past 9999-12-31T23:59:59. Each call examines at most
- * RRULE_SCAN_BUDGET periods and then reports "no occurrence"; in practice
- * empty days, hours and minutes are skipped in one step each, so only rules
- * that can never match reach the budget.
+ * occurrence exists past 9999-12-31T23:59:59. Finding the next occurrence
+ * examines at most RRULE_SCAN_BUDGET periods and then reports "no
+ * occurrence"; empty days, hours and minutes are skipped in one step each,
+ * and rules that can never match are mostly recognised when the plan is
+ * made (no reachable time of day, BYSETPOS beyond any period), so in practice
+ * only odd never-matching rules reach the budget. Counting a sub-daily COUNT rule
+ * from far away is bounded by RRULE_COUNT_BUDGET checks (about 20 ms) and
+ * then also answers "no occurrence" rather than guess.
  *
  * Where this differs from python-dateutil (deliberately, following RFC 5545):
  *  - DTSTART is always the first occurrence and counts towards COUNT, even
  *    when it does not match the rule (RFC 5545 3.8.5.3). dateutil drops a
- *    DTSTART that does not match.
+ *    DTSTART that does not match; plan.keep_dtstart = false does the same
+ *    here (the CLI's "keep_dtstart": false).
  *  - BYSETPOS picks from the whole period, also the first one: for WEEKLY
  *    that is the whole week (from WKST) holding DTSTART, and picks before
  *    DTSTART are then dropped. dateutil cuts the first week at DTSTART's day
@@ -45,11 +56,17 @@
  *    week, and negative week numbers count from the end of that year. dateutil
  *    only recognises the December days of next year's week 1 as "1", not as
  *    "-52"/"-53".
- *  - Ordinal BYDAY outside MONTHLY/YEARLY, BYWEEKNO outside YEARLY and
- *    BYYEARDAY with DAILY/WEEKLY/MONTHLY are errors (RFC 5545); dateutil
- *    ignores the ordinal or accepts the part.
+ *  - Ordinal BYDAY outside MONTHLY/YEARLY, BYWEEKNO outside YEARLY,
+ *    BYYEARDAY with DAILY/WEEKLY/MONTHLY and BYMONTHDAY with WEEKLY are
+ *    errors (RFC 5545); dateutil ignores the ordinal or accepts the part.
+ *  - A DTSTART after UNTIL is still the (only) occurrence: DTSTART is the
+ *    event itself. dateutil yields nothing.
  *  - UNTIL given as a DATE for a date-time DTSTART includes the whole day
  *    (23:59:59); dateutil takes midnight.
+ *  - A UTC UNTIL is tested occurrence by occurrence (rrule_set): right after
+ *    a spring-forward gap, wall 02:30 (taken before the gap, 07:30Z in New
+ *    York) can be past UNTIL while wall 03:00 (07:00Z) is not, and 03:00 is
+ *    kept. dateutil stops the series at the first occurrence past UNTIL.
  *  - BYSECOND=60 is accepted (RFC 5545 allows it) but never occurs: wall
  *    clocks here have no leap seconds.
  * libical agrees with RFC 5545 on DTSTART; it is used only as a benchmark peer.
@@ -81,6 +98,7 @@ enum rrule_until_kind { RRULE_UNTIL_DATE = 1, RRULE_UNTIL_LOCAL, RRULE_UNTIL_UTC
 
 #define RRULE_TEXT_MAX 4096       /* longest RRULE text accepted */
 #define RRULE_SCAN_BUDGET (1u << 17)
+#define RRULE_COUNT_BUDGET (1u << 25) /* checks when counting sub-daily COUNT */
 #define RRULE_MAX_YEAR 9999
 
 /* Sets of numbers are bitmaps: bit n stands for the value n (or -n in the

@@ -96,9 +96,18 @@ static int month_start(int64_t y, int m) /* 0-based day of year of month m's 1st
     return cum[m - 1] + (m > 2 && civil_is_leap(y));
 }
 
+/* Weekday (0 = Monday) of January 1 of year y >= 1 (Gauss), without the
+ * general day-number conversion. */
+static int jan1_weekday(int64_t y)
+{
+    if (y < 1) return civil_weekday(civil_days_from_ymd(y, 1, 1));
+    int64_t x = y - 1;
+    return (int)((1 + 5 * (x % 4) + 4 * (x % 100) + 6 * (x % 400) + 6) % 7); /* Sunday 6 */
+}
+
 static int year_kind(const rrule_plan *p, int64_t y)
 {
-    int wd = civil_weekday(civil_days_from_ymd(y, 1, 1));
+    int wd = jan1_weekday(y);
     if (p->r.has & RRULE_HAS_BYWEEKNO)
         return wd * 8 + civil_is_leap(y - 1) * 4 + civil_is_leap(y) * 2 + civil_is_leap(y + 1);
     return wd * 8 + civil_is_leap(y) * 2;
@@ -152,9 +161,23 @@ static void mark_ordinals(const rrule *r, int wd1, int a, int b, rrule_bits *out
 static void mask_byday(const rrule *r, int64_t y, int wd1, int ylen, rrule_bits *out)
 {
     memset(out, 0, sizeof *out);
-    for (int w = 0; w < 7; w++)
-        if (r->byday_plain >> w & 1)
-            for (int i = (w - wd1 + 7) % 7; i < ylen; i += 7) bits_set1(out, i);
+    if (r->byday_plain) {
+        /* Word k starts on weekday wd1 + 64k = wd1 + k (mod 7): build its
+         * 7-day pattern and repeat it across the word. */
+        for (int k = 0; k < 6; k++) {
+            uint64_t v = 0;
+            for (int j = 0; j < 7; j++) v |= (uint64_t)(r->byday_plain >> ((wd1 + k + j) % 7) & 1) << j;
+            v |= v << 7;
+            v |= v << 14;
+            v |= v << 28;
+            v |= v << 56;
+            out->w[k] = v;
+        }
+        if (ylen < 384) { /* clear past the year's end */
+            out->w[ylen >> 6] &= ~(~0ull << (ylen & 63));
+            for (int k = (ylen >> 6) + 1; k < 6; k++) out->w[k] = 0;
+        }
+    }
     bool ordinals = false;
     for (int w = 0; w < 7; w++) ordinals |= (r->byday_pos[w] | r->byday_neg[w]) != 0;
     if (!ordinals) return;
@@ -697,6 +720,79 @@ static uint64_t count_days(rrule_iter *it, int64_t a, int64_t b)
     return c;
 }
 
+/* Sub-daily periods starting in [lo, hi) of one day that pass the hour,
+ * minute and second filters: by the filters' combinations or by the aligned
+ * starts, whichever is fewer. Adds the work done to *ops. */
+static uint64_t day_starts(const rrule_plan *p, int64_t d, int64_t lo, int64_t hi, uint64_t *ops)
+{
+    int64_t I = p->r.interval, step = I * p->unit, c = 0;
+    int nh = __builtin_popcountll(p->hmask);
+    int64_t combos = p->unit == 3600 ? nh
+                     : p->unit == 60 ? (int64_t)nh * __builtin_popcountll(p->mmask)
+                                     : (int64_t)nh * __builtin_popcountll(p->mmask) *
+                                           __builtin_popcountll(p->smask);
+    int64_t first = ceildiv(ceildiv(lo, p->unit) - p->p0, I); /* first period k in range */
+    int64_t aligned = (hi - (p->p0 + first * I) * p->unit + step - 1) / step;
+    if (aligned <= 0) return 0;
+    if (aligned <= combos) {
+        *ops += (uint64_t)aligned;
+        for (int64_t s = (p->p0 + first * I) * p->unit; s < hi; s += step) {
+            int tod = (int)(s - d * DAY);
+            c += (p->hmask >> (tod / 3600) & 1) && (p->mmask >> (tod / 60 % 60) & 1) &&
+                 (p->smask >> (tod % 60) & 1);
+        }
+        return (uint64_t)c;
+    }
+    *ops += (uint64_t)combos;
+    for (uint64_t hm = p->hmask; hm; hm &= hm - 1) {
+        int h = __builtin_ctzll(hm);
+        uint64_t mm = p->unit == 3600 ? 1 : p->mmask, sm = p->unit == 1 ? p->smask : 1;
+        for (; mm; mm &= mm - 1)
+            for (uint64_t x = sm; x; x &= x - 1) {
+                int64_t s = d * DAY + h * 3600 + (p->unit == 3600 ? 0 : __builtin_ctzll(mm) * 60) +
+                            (p->unit == 1 ? __builtin_ctzll(x) : 0);
+                c += s >= lo && s < hi && (floordiv(s, p->unit) - p->p0) % I == 0;
+            }
+    }
+    return (uint64_t)c;
+}
+
+/* Sub-daily COUNT: whole days at a time. Gives up (returns UINT64_MAX)
+ * after a bounded amount of work. */
+static uint64_t count_subdaily(rrule_iter *it, int64_t k1, int64_t k2, uint64_t cap)
+{
+    rrule_plan *p = it->p;
+    int64_t I = p->r.interval, s1 = (p->p0 + k1 * I) * p->unit, s2 = (p->p0 + k2 * I) * p->unit;
+    uint64_t per = setpos_count(p, p->nt), c = 0, ops = 0;
+    /* A whole day's count depends only on where the period grid falls in
+     * it: its phase modulo INTERVAL, which takes I / gcd(I, periods per
+     * day) values. Remember those counts so each further day costs O(1). */
+    enum { PHASES = 1024 };
+    int64_t units = DAY / p->unit, g = gcd64(I, units), cycle = I / g;
+    uint32_t memo[PHASES];
+    uint64_t known[PHASES / 64] = {0};
+    if (s2 > END_SECONDS) s2 = END_SECONDS;
+    for (int64_t d = floordiv(s1, DAY); c < cap && d * DAY < s2; d++) {
+        d = next_day(it, d);
+        if (d < 0 || d * DAY >= s2) break;
+        int64_t lo = d * DAY > s1 ? d * DAY : s1, hi = (d + 1) * DAY < s2 ? (d + 1) * DAY : s2;
+        ops++;
+        if (cycle <= PHASES && lo == d * DAY && hi == (d + 1) * DAY) {
+            int64_t ph = d * units - p->p0;
+            int slot = (int)((ph - floordiv(ph, I) * I) / g);
+            if (!(known[slot >> 6] >> (slot & 63) & 1)) {
+                memo[slot] = (uint32_t)day_starts(p, d, lo, hi, &ops);
+                known[slot >> 6] |= 1ull << (slot & 63);
+            }
+            c += memo[slot] * per;
+        } else {
+            c += day_starts(p, d, lo, hi, &ops) * per;
+        }
+        if (ops > RRULE_COUNT_BUDGET) return UINT64_MAX;
+    }
+    return c;
+}
+
 /* Occurrences in periods [k1, k2), stopping once cap is reached. */
 static uint64_t count_periods(rrule_iter *it, int64_t k1, int64_t k2, uint64_t cap)
 {
@@ -743,14 +839,8 @@ static uint64_t count_periods(rrule_iter *it, int64_t k1, int64_t k2, uint64_t c
         }
         return c;
     }
-    default: {
-        int64_t k = k1;
-        while (k < k2 && c < cap && fill_subdaily(it, &k) && k < k2) {
-            c += it->nsel;
-            k++;
-        }
-        return c;
-    }
+    default:
+        return count_subdaily(it, k1, k2, cap);
     }
 }
 
@@ -798,8 +888,12 @@ void rrule_iter_init(rrule_iter *it, rrule_plan *p, int64_t from)
         if (fill(it, &k0) && k0 == 0)
             for (uint32_t i = 0; i < it->nsel; i++)
                 it->index += occurrence_at(it, p->has_setpos ? it->sel[i] : i) > p->dtstart;
-        if (it->index < cap) it->index += count_periods(it, 1, k, cap - it->index);
+        if (it->index < cap) {
+            uint64_t more = count_periods(it, 1, k, cap - it->index);
+            it->index = more > cap ? cap : it->index + more; /* gave up: "none" */
+        }
         it->n = it->nsel = it->pos = 0;
+        it->budget = RRULE_SCAN_BUDGET;
         if (it->index >= cap) it->done = true;
     }
     it->k = k;
@@ -827,6 +921,7 @@ bool rrule_iter_next(rrule_iter *it, int64_t *out)
         if (t > p->until || it->index >= cap) break;
         it->index++;
         if (t < it->from) continue;
+        it->budget = RRULE_SCAN_BUDGET; /* the budget is per search */
         *out = t;
         return true;
     }

@@ -64,15 +64,14 @@ static int bit_count(uint64_t v)
     return __builtin_popcountll(v);
 }
 
-/* Signed values of a bitmap pair, positives ascending then negatives. */
-static int signed_values(const uint64_t *pos, const uint64_t *neg, int words, int hi, int *out)
+/* Values of a bitmap pair from lo up, positives ascending then negatives. */
+static int signed_values(const uint64_t *pos, const uint64_t *neg, int lo, int hi, int *out)
 {
     int n = 0;
-    for (int v = 1; v <= hi; v++)
+    for (int v = lo; v <= hi; v++)
         if (pos[v >> 6] >> (v & 63) & 1) out[n++] = v;
-    for (int v = 1; v <= hi; v++)
+    for (int v = 1; neg && v <= hi; v++)
         if (neg[v >> 6] >> (v & 63) & 1) out[n++] = -v;
-    (void)words;
     return n;
 }
 
@@ -131,13 +130,14 @@ static void put_monthdays(text *t, uint32_t pos, uint32_t neg)
         put(t, "%s", sep(i, n));
         day_number(t, v[i]);
     }
-    if (n == 1 && v[0] < 0) put(t, " day");
+    if (v[n - 1] < 0) put(t, " day"); /* "the 1st and last day" */
 }
 
+/* "hours 9 and 17": values from 0 (times) or 1 (week numbers). */
 static void put_list(text *t, const char *one, const char *many, const uint64_t *pos,
                      const uint64_t *neg, int hi)
 {
-    int v[740], n = signed_values(pos, neg, 6, hi, v);
+    int v[740], n = signed_values(pos, neg, neg ? 1 : 0, hi, v);
     put(t, "%s ", n == 1 ? one : many);
     for (int i = 0; i < n; i++) put(t, "%s%d", sep(i, n), v[i]);
 }
@@ -148,17 +148,17 @@ static void put_times(text *t, const rrule *r, const civil_time *dt)
          ss = r->has & RRULE_HAS_BYSECOND;
     if (r->freq < RRULE_DAILY) {
         /* Sub-daily: the parts narrow or fill in the period. */
-        if (hh) { uint64_t h = r->byhour, z = 0; put(t, " during "); put_list(t, "hour", "hours", &h, &z, 23); }
-        if (mm) { uint64_t z = 0; put(t, " at "); put_list(t, "minute", "minutes", &r->byminute, &z, 59); }
-        if (ss) { uint64_t z = 0; put(t, " at "); put_list(t, "second", "seconds", &r->bysecond, &z, 60); }
+        if (hh) { uint64_t h = r->byhour; put(t, " during "); put_list(t, "hour", "hours", &h, NULL, 23); }
+        if (mm) { put(t, " at "); put_list(t, "minute", "minutes", &r->byminute, NULL, 59); }
+        if (ss) { put(t, " at "); put_list(t, "second", "seconds", &r->bysecond, NULL, 60); }
         return;
     }
     if (!dt && !(hh && mm)) {
         /* Without DTSTART the missing parts are unknown: list what is given. */
-        uint64_t h = r->byhour, z = 0;
-        if (hh) { put(t, " at "); put_list(t, "hour", "hours", &h, &z, 23); }
-        if (mm) { put(t, " at "); put_list(t, "minute", "minutes", &r->byminute, &z, 59); }
-        if (ss) { put(t, " at "); put_list(t, "second", "seconds", &r->bysecond, &z, 60); }
+        uint64_t h = r->byhour;
+        if (hh) { put(t, " at "); put_list(t, "hour", "hours", &h, NULL, 23); }
+        if (mm) { put(t, " at "); put_list(t, "minute", "minutes", &r->byminute, NULL, 59); }
+        if (ss) { put(t, " at "); put_list(t, "second", "seconds", &r->bysecond, NULL, 60); }
         return;
     }
     uint64_t h = hh ? r->byhour : dt ? 1ull << dt->hour : 0;
@@ -167,12 +167,11 @@ static void put_times(text *t, const rrule *r, const civil_time *dt)
     if (!h || !m || !s) return;
     int n = bit_count(h) * bit_count(m) * bit_count(s), i = 0;
     if (n > 12) {
-        uint64_t z = 0;
         put(t, " at ");
-        put_list(t, "hour", "hours", &h, &z, 23);
+        put_list(t, "hour", "hours", &h, NULL, 23);
         put(t, ", ");
-        put_list(t, "minute", "minutes", &m, &z, 59);
-        if (s != 1) { put(t, ", "); put_list(t, "second", "seconds", &s, &z, 60); }
+        put_list(t, "minute", "minutes", &m, NULL, 59);
+        if (s != 1) { put(t, ", "); put_list(t, "second", "seconds", &s, NULL, 60); }
         return;
     }
     put(t, " at ");
@@ -188,7 +187,7 @@ static void put_times(text *t, const rrule *r, const civil_time *dt)
 static void put_setpos(text *t, const rrule *r)
 {
     static const char *const per[] = {"second", "minute", "hour", "day", "week", "month", "year"};
-    int v[740], n = signed_values(r->bysetpos_pos.w, r->bysetpos_neg.w, 6, 366, v);
+    int v[740], n = signed_values(r->bysetpos_pos.w, r->bysetpos_neg.w, 1, 366, v);
     put(t, ", only the ");
     for (int i = 0; i < n; i++) {
         put(t, "%s", sep(i, n));
@@ -206,13 +205,27 @@ size_t rrule_explain(const rrule *r, const civil_time *dt, char *buf, size_t siz
                                RRULE_HAS_BYWEEKNO);
     bool months = r->has & RRULE_HAS_BYMONTH, said_months = false;
     if (r->has & RRULE_HAS_BYWEEKNO) {
-        put(&t, " in ");
-        put_list(&t, "week", "weeks", &r->byweekno_pos, &r->byweekno_neg, 53);
+        if (r->byweekno_neg) { /* "in the 1st and last week of the year" */
+            int v[110], n = signed_values(&r->byweekno_pos, &r->byweekno_neg, 1, 53, v);
+            put(&t, " in the ");
+            for (int i = 0; i < n; i++) {
+                put(&t, "%s", sep(i, n));
+                day_number(&t, v[i]);
+            }
+            put(&t, " week of the year");
+        } else {
+            put(&t, " in ");
+            put_list(&t, "week", "weeks", &r->byweekno_pos, &r->byweekno_neg, 53);
+        }
     }
     if (r->has & RRULE_HAS_BYYEARDAY) {
-        put(&t, " on ");
-        put_list(&t, "day", "days", r->byyearday_pos.w, r->byyearday_neg.w, 366);
-        put(&t, " of the year");
+        int v[740], n = signed_values(r->byyearday_pos.w, r->byyearday_neg.w, 1, 366, v);
+        put(&t, " on the ");
+        for (int i = 0; i < n; i++) {
+            put(&t, "%s", sep(i, n));
+            day_number(&t, v[i]);
+        }
+        put(&t, " day of the year");
     }
     if (r->has & RRULE_HAS_BYMONTHDAY) {
         put(&t, " on ");

@@ -5,6 +5,7 @@ updates instead of duplicating; malformed files are refused with the line and
 change nothing; the secret feed URL works without sign-in, rotates and is
 revocable; nobody reaches another user's calendar."""
 import os
+import time
 import urllib.parse
 
 from chime import ServerTest, main
@@ -240,6 +241,23 @@ class TestProducers(IcalTest):
         self.assertEqual(self.instances(again), expected)
 
 
+    def test_sparse_overrides(self):
+        """Overrides that leave out DTSTART (keep the time) or DTEND (keep the length)."""
+        cal = self.calendar()
+        body = vcal(*vevent("s@test", "DTSTART;TZID=America/New_York:20260105T090000",
+                            "DTEND;TZID=America/New_York:20260105T100000", "RRULE:FREQ=DAILY;COUNT=3"),
+                    "BEGIN:VEVENT", "UID:s@test", "RECURRENCE-ID;TZID=America/New_York:20260106T090000",
+                    "SUMMARY:Renamed only", "END:VEVENT",
+                    "BEGIN:VEVENT", "UID:s@test", "RECURRENCE-ID:20260107T140000Z",
+                    "DTSTART;TZID=Europe/London:20260107T170000", "SUMMARY:Moved, no end", "END:VEVENT")
+        r = self.do_import(cal, body)
+        self.assertEqual((r.json["imported"], r.json["skipped"]), (1, []), r)
+        self.assertEqual([i[1:4] for i in self.instances(cal)],
+                         [("Event", "2026-01-05T09:00:00-05:00", "2026-01-05T10:00:00-05:00"),
+                          ("Renamed only", "2026-01-06T09:00:00-05:00", "2026-01-06T10:00:00-05:00"),
+                          ("Moved, no end", "2026-01-07T12:00:00-05:00", "2026-01-07T13:00:00-05:00")])
+
+
 class TestReimport(IcalTest):
     def test_reimport_updates_not_duplicates(self):
         cal = self.calendar()
@@ -415,6 +433,28 @@ class TestAccessAndFeed(IcalTest):
         self.assertTrue(feed.header("content-type").startswith("text/calendar"))
         self.assertIn("SUMMARY:Quarterly review", feed.body)
         self.assertEqual(feed.body.count("BEGIN:VEVENT"), 4)
+        self.assertIsNone(feed.header("content-disposition"))
+        # The token is a key: the access log shows the route, not the path.
+        secret = url.split("/")[-1][:-4]
+        rid = feed.header("x-request-id")
+        deadline = time.time() + 5
+        while time.time() < deadline and ("id=" + rid) not in self.server.log():
+            time.sleep(0.05)
+        self.assertIn("GET /v1/feeds/{token} 200", self.server.log())
+        self.assertNotIn(secret, self.server.log())
+        # Subscribers polling an unchanged calendar get 304.
+        etag = feed.header("etag")
+        self.assertTrue(etag)
+        again = self.server.get(url, headers={"If-None-Match": etag})
+        self.assertEqual(again.status, 304, again)
+        self.assertEqual(again.body, "")
+        ev = self.server.post("/v1/events", {"calendar_id": cal, "summary": "New",
+                                             "start": {"date": "2026-09-01"}, "end": {"date": "2026-09-02"}},
+                              token=self.token)
+        self.assertEqual(ev.status, 201, ev)
+        changed = self.server.get(url, headers={"If-None-Match": etag})
+        self.assertEqual(changed.status, 200, changed)
+        self.assertIn("SUMMARY:New", changed.body)
         # Rotation: a new URL, the old one is dead.
         r2 = self.server.post("/v1/calendars/%s/feed" % cal, token=self.token)
         self.assertEqual(r2.status, 201, r2)

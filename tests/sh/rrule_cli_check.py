@@ -32,6 +32,16 @@ CASES = [
     ({"dtstart": "20260307T023000", "tzid": NY, "rrule": "FREQ=DAILY;COUNT=3", "limit": 5},
      {"occurrences": ["20260307T023000", "20260308T023000", "20260309T023000"],
       "occurrences_utc": ["20260307T073000Z", "20260308T073000Z", "20260309T063000Z"]}),
+    # UNTIL in UTC is tested per occurrence: 02:30 (in the gap, 07:30Z) is
+    # past it, 03:00 EDT (07:00Z) is not.
+    ({"dtstart": "20260308T013000", "tzid": NY, "rrule": "FREQ=MINUTELY;INTERVAL=30;UNTIL=20260308T070000Z",
+      "limit": 10},
+     {"occurrences": ["20260308T013000", "20260308T020000", "20260308T030000"],
+      "occurrences_utc": ["20260308T063000Z", "20260308T070000Z", "20260308T070000Z"]}),
+    ({"dtstart": "20260308T013000", "tzid": NY, "rrule": "FREQ=MINUTELY;INTERVAL=30;UNTIL=20260308T070000Z",
+      "after": "20260308T020000"}, {"next": "20260308T030000", "next_utc": "20260308T070000Z"}),
+    ({"dtstart": "20260308T013000", "tzid": NY, "rrule": "FREQ=MINUTELY;INTERVAL=30;UNTIL=20260308T070000Z",
+      "includes": "20260308T023000"}, {"includes": False}),
     # Fall-back overlap: 01:30 is the first (EDT) one.
     ({"dtstart": "20261031T013000", "tzid": NY, "rrule": "FREQ=DAILY;COUNT=2", "limit": 5},
      {"occurrences": ["20261031T013000", "20261101T013000"],

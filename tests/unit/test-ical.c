@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libical/ical.h>
+
 #include "calendar/cal_ical.h"
 
 static int setup(void **state)
@@ -187,6 +189,61 @@ static void test_read_errors_name_lines(void **state)
     assert_non_null(strstr(err.msg, "'2026010'"));
 }
 
+/* libical, reading our export with only our VTIMEZONE blocks to go on, must
+ * put every DTSTART at the instant we meant: the blocks are right. */
+static void test_vtimezone_agrees_with_libical(void **state)
+{
+    tz_db *tz = *state;
+    static const char *const zones[] = {"Europe/London", "America/New_York", "Australia/Lord_Howe",
+                                        "America/Sao_Paulo", "Asia/Kolkata", "Africa/Casablanca"};
+    enum { NZ = sizeof zones / sizeof zones[0], PER = 60 };
+    cal_event *evs = calloc(NZ * PER, sizeof *evs);
+    assert_non_null(evs);
+    char msg[200], field[64];
+    for (int z = 0; z < NZ; z++)
+        for (int k = 0; k < PER; k++) {
+            cal_event *e = &evs[z * PER + k];
+            e->id = z * PER + k + 1;
+            char uid[32];
+            snprintf(uid, sizeof uid, "%d-%d@t", z, k);
+            e->ical_uid = strdup(uid);
+            snprintf(e->status, sizeof e->status, "confirmed");
+            snprintf(e->time_zone, sizeof e->time_zone, "%s", zones[z]);
+            /* Every month from 2019 to 2023, at 02:45 (inside many DST gaps) or 12:00. */
+            e->start_local = (civil_time){.year = 2019 + k / 12, .month = (int8_t)(k % 12 + 1),
+                                          .day = (int8_t)(k % 2 ? 1 : 28), .hour = k % 3 ? 12 : 2, .minute = 45};
+            civil_from_seconds(civil_to_seconds(&e->start_local) + 3600, &e->end_local);
+            assert_int_equal(cal_event_resolve(e, tz, msg, sizeof msg, field, sizeof field), 0);
+        }
+    cal_calendar cal = {.id = 1};
+    strcpy(cal.summary, "Zones");
+    strcpy(cal.time_zone, "UTC");
+    size_t len;
+    char *text = ical_write(&cal, evs, NZ * PER, NULL, 0, tz, INT64_C(1546300800000) /* 2019-01-01 */, &len);
+    assert_non_null(text);
+    icalcomponent *root = icalparser_parse_string(text);
+    assert_non_null(root);
+    int seen = 0;
+    for (icalcomponent *c = icalcomponent_get_first_component(root, ICAL_VEVENT_COMPONENT); c;
+         c = icalcomponent_get_next_component(root, ICAL_VEVENT_COMPONENT)) {
+        struct icaltimetype t = icalcomponent_get_dtstart(c);
+        assert_non_null(t.zone);
+        const char *uid = icalcomponent_get_uid(c);
+        int z, k;
+        assert_int_equal(sscanf(uid, "%d-%d@t", &z, &k), 2);
+        int64_t got = (int64_t)icaltime_as_timet_with_zone(t, t.zone);
+        if (got != evs[z * PER + k].start_ms / 1000)
+            fail_msg("%s at %04d-%02d-%02d %02d:%02d: libical %lld, we %lld", zones[z], t.year, t.month, t.day,
+                     t.hour, t.minute, (long long)got, (long long)(evs[z * PER + k].start_ms / 1000));
+        seen++;
+    }
+    assert_int_equal(seen, NZ * PER);
+    icalcomponent_free(root);
+    free(text);
+    for (int i = 0; i < NZ * PER; i++) cal_event_free(&evs[i]);
+    free(evs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -195,6 +252,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_zone_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_and_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_errors_name_lines, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vtimezone_agrees_with_libical, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
