@@ -12,6 +12,7 @@
 #include "calendar/calendar_http.h"
 #include "jobs/jobs_http.h"
 #include "notify/notify_http.h"
+#include "notify/webhooks_http.h"
 #include "users/users_http.h"
 
 static void *app_thread_init(void *p, int index)
@@ -78,6 +79,7 @@ http_server *app_http_new(app *a)
     calendar_http_register(s);
     jobs_http_register(s);
     notify_http_register(s);
+    webhooks_http_register(s);
     return s;
 }
 
@@ -161,13 +163,6 @@ void app_jobs_stop(app *a)
 
 int app_notify_start(app *a)
 {
-    channels_config cc = {.smtp_url = NULL, .smtp_from = "chime <noreply@localhost>", .allow_private = false,
-                          .timeout_ms = 10000, .max_in_flight = 256};
-    a->channels = channels_new(&cc);
-    if (!a->channels) {
-        log_error("reminders: cannot start the channels");
-        return -1;
-    }
     notify_opts o = {.db_url = a->cfg.db, .node_id = a->node_id, .tz = a->tz, .shards = (int)a->cfg.reminder_shards,
                      .groups = 64, .window_ms = a->cfg.reminder_window, .grace_ms = a->cfg.reminder_grace,
                      .late_policy = strcmp(a->cfg.reminder_late_policy, "skip") == 0 ? NOTIFY_LATE_SKIP
@@ -185,10 +180,8 @@ int app_notify_start(app *a)
 
 void app_notify_stop(app *a)
 {
-    notify_engine_free(a->notify); /* waits for its sends, so before the channels */
+    notify_engine_free(a->notify); /* waits for its sends; app_channels_stop comes after */
     a->notify = NULL;
-    channels_free(a->channels);
-    a->channels = NULL;
 }
 
 void app_calendar_changed(app_thread *t)
@@ -196,4 +189,22 @@ void app_calendar_changed(app_thread *t)
     int done = 0;
     if (notify_sync_dirty(t->db, t->app->tz, (int)t->app->cfg.reminder_shards, 64, &done) != STORE_OK)
         log_warn("reminders not recomputed yet (the scanner will): %s", store_errmsg(t->db));
+}
+int app_channels_start(app *a)
+{
+    channels_config cfg = {.smtp_url = a->cfg.smtp_url[0] ? a->cfg.smtp_url : NULL,
+                           .smtp_from = a->cfg.smtp_from,
+                           .allow_private = a->cfg.webhook_allow_private != 0,
+                           .timeout_ms = a->cfg.webhook_timeout,
+                           .max_in_flight = 256};
+    a->channels = channels_new(&cfg);
+    if (!a->channels) return -1;
+    if (cfg.allow_private) log_warn("webhooks may reach private networks (--webhook-allow-private)");
+    return 0;
+}
+
+void app_channels_stop(app *a)
+{
+    channels_free(a->channels);
+    a->channels = NULL;
 }

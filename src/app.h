@@ -26,9 +26,11 @@ typedef struct app {
     jobs_registry *jobs;
     jobs_scheduler *scheduler;
     jobs_cleanup_opts cleanup;
-    /* Reminders: the scanner and delivery workers, and the outbound
-     * channels they send webhooks and email through. */
+    /* Outbound webhooks and email; app_channels_start makes it. */
     channels *channels;
+    int webhook_tests; /* test sends holding a worker now (__atomic) */
+    /* Reminders: the scanner and delivery workers (they send through
+     * channels). */
     notify_engine *notify;
 } app;
 
@@ -58,5 +60,11 @@ void app_notify_stop(app *a);
  * reminders of the events the write marked (the scanner would otherwise
  * do it within a tick). Failures are logged, never the request's. */
 void app_calendar_changed(app_thread *t);
+/* Starts the outbound delivery channels from the settings (--smtp-url,
+ * --smtp-from, --webhook-allow-private, --webhook-timeout). Returns 0 or
+ * -1 (logged). app_channels_stop waits for sends in flight; call it after
+ * everything that sends has stopped. */
+int app_channels_start(app *a);
+void app_channels_stop(app *a);
 
 #endif

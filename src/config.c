@@ -69,6 +69,14 @@ static const opt_def opts[] = {
         "attempts before a delivery is dead-lettered (default 8)"),
     NUM("delivery-backoff", delivery_backoff, OPT_INT, 1, 3600000,
         "ms before the first delivery retry; doubles each attempt, plus jitter (default 1000)"),
+    {"smtp-url", OPT_STR, offsetof(chime_config, smtp_url), sizeof(((chime_config *)0)->smtp_url), 0, 0,
+     "SMTP server for reminder email, smtp://HOST:PORT or smtps:// (default: email disabled)"},
+    {"smtp-from", OPT_STR, offsetof(chime_config, smtp_from), sizeof(((chime_config *)0)->smtp_from), 0, 0,
+     "From: of reminder email (default \"chime <noreply@localhost>\")"},
+    NUM("webhook-allow-private", webhook_allow_private, OPT_INT, 0, 1,
+        "1 lets webhooks reach loopback, private and link-local addresses (default 0)"),
+    NUM("webhook-timeout", webhook_timeout, OPT_INT, 100, 600000,
+        "milliseconds each webhook or email attempt may take (default 10000)"),
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -99,6 +107,8 @@ void config_defaults(chime_config *c)
     c->delivery_workers = 2;
     c->delivery_max_attempts = 8;
     c->delivery_backoff = 1000;
+    strcpy(c->smtp_from, "chime <noreply@localhost>");
+    c->webhook_timeout = 10000;
 }
 
 /* "2", "0.5", "1.25" seconds or "500ms", to whole milliseconds. */

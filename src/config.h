@@ -38,6 +38,10 @@ typedef struct chime_config {
     int64_t delivery_workers;
     int64_t delivery_max_attempts;
     int64_t delivery_backoff;     /* ms before the first retry */
+    char smtp_url[512];     /* "" = email disabled */
+    char smtp_from[256];
+    int64_t webhook_allow_private; /* 0/1: webhooks may reach private networks */
+    int64_t webhook_timeout;/* ms per delivery attempt */
 } chime_config;
 
 void config_defaults(chime_config *c);

@@ -117,9 +117,15 @@ static int cmd_serve(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     a->tz = tz_db_new(NULL);
+    if (a->tz && app_channels_start(a) != 0) {
+        tz_db_free(a->tz);
+        free(a);
+        return 1;
+    }
     a->http = a->tz ? app_http_new(a) : NULL;
     if (!a->http || http_server_start(a->http) != 0) {
         http_server_free(a->http);
+        app_channels_stop(a);
         tz_db_free(a->tz);
         free(a);
         return 1;
@@ -128,6 +134,7 @@ static int cmd_serve(int argc, char **argv)
         app_jobs_stop(a);
         http_server_stop(a->http);
         http_server_free(a->http);
+        app_channels_stop(a);
         tz_db_free(a->tz);
         free(a);
         return 1;
@@ -142,6 +149,8 @@ static int cmd_serve(int argc, char **argv)
     app_jobs_stop(a);
     http_server_stop(a->http);
     http_server_free(a->http);
+    /* After everything that sends: waits for deliveries in flight. */
+    app_channels_stop(a);
     tz_db_free(a->tz);
     free(a);
     log_info("stopped cleanly");

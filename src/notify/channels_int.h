@@ -1,0 +1,43 @@
+/* channels_int.h -- what channels.c shares with its senders (webhook.c,
+ * email.c). Not part of the channels API. */
+#ifndef CHIME_NOTIFY_CHANNELS_INT_H
+#define CHIME_NOTIFY_CHANNELS_INT_H
+
+#include <curl/curl.h>
+
+#include "notify/channels.h"
+
+typedef enum { CHAN_WEBHOOK, CHAN_EMAIL } chan_kind;
+
+/* One send, owned by its creator until chan_enqueue accepts it, then by the
+ * channel thread, which reports it and frees it. */
+typedef struct chan_send {
+    struct chan_send *next;
+    channels *c;
+    chan_kind kind;
+    CURL *easy;
+    struct curl_slist *list;  /* webhook headers, or SMTP recipients */
+    char *payload;            /* the body, or the whole email message */
+    size_t payload_len, read_pos;
+    channels_done_fn done;
+    void *ctx;
+    char id[CHANNELS_ID_MAX + 1];
+    bool refused;             /* the guard refused the address below */
+    char refused_addr[64];
+    char errbuf[CURL_ERROR_SIZE];
+} chan_send;
+
+typedef struct chan_settings {
+    const char *smtp_url, *smtp_from, *from_addr, *msgid_domain;
+    bool allow_private;
+} chan_settings;
+
+chan_send *chan_send_new(channels *c, channels_done_fn done, void *ctx);
+void chan_send_free(chan_send *s);
+int chan_enqueue(channels *c, chan_send *s);
+const chan_settings *chan_settings_of(const channels *c, chan_settings *out);
+/* A delivery id fit for headers: 1..CHANNELS_ID_MAX visible ASCII
+ * characters other than <>()[]\",;@. */
+bool chan_id_valid(const char *id);
+
+#endif
