@@ -192,25 +192,27 @@ static void *migrate_worker(void *arg)
     return NULL;
 }
 
-/* Drops every table, whatever migrations created (names come from the
- * catalog, not from input). */
+/* Drops everything the migrations made (tables, and on PostgreSQL the
+ * trigger functions too). Table names come from the catalog, not input. */
 static void drop_all_tables(store *s)
 {
-    bool pg = store_backend_of(s) == STORE_PG;
+    if (store_backend_of(s) == STORE_PG) {
+        EXEC_OK(s, "DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+        return;
+    }
     char names[64][64];
     int n = 0;
-    store_stmt *st = store_prepare(s, pg ? "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
-                                         : "SELECT name FROM sqlite_master WHERE type = 'table'"
-                                           " AND name NOT LIKE 'sqlite_%'");
+    store_stmt *st = store_prepare(s, "SELECT name FROM sqlite_master WHERE type = 'table'"
+                                      " AND name NOT LIKE 'sqlite_%'");
     while (n < 64 && store_step(st) == STORE_ROW) snprintf(names[n++], sizeof names[0], "%s", store_col_text(st, 0));
     store_reset(st);
-    if (!pg) EXEC_OK(s, "PRAGMA foreign_keys=OFF");
+    EXEC_OK(s, "PRAGMA foreign_keys=OFF");
     for (int i = 0; i < n; i++) {
         char sql[128];
-        snprintf(sql, sizeof sql, "DROP TABLE %s%s", names[i], pg ? " CASCADE" : "");
+        snprintf(sql, sizeof sql, "DROP TABLE %s", names[i]);
         EXEC_OK(s, sql);
     }
-    if (!pg) EXEC_OK(s, "PRAGMA foreign_keys=ON");
+    EXEC_OK(s, "PRAGMA foreign_keys=ON");
 }
 
 /* Two processes starting at once on a fresh database: both migrate
