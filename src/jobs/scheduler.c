@@ -425,6 +425,9 @@ static void run_job(jobs_scheduler *s, store *db, sched_job *sj)
          * owner runs this fire time again rather than losing it. */
         log_warn("job %s: run interrupted (%s); left to the next owner", j->name,
                  r.error[0] ? r.error : "stopping");
+        /* Not runnable until a renewal or a new acquire says it is ours,
+         * or this runner would pick it again at once. */
+        if (!lease_hold_valid(&sj->hold, r.tenure)) deactivate(s, sj);
         return;
     }
     if (past_deadline(&r)) {
@@ -531,6 +534,20 @@ static void update_skew(jobs_scheduler *s, store *db)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* After a successful renewal: a job set aside because its lease looked
+ * expired on this node's clock (renewals were late) is ours after all, in
+ * the same tenure, with its timetable still loaded. Only this thread
+ * acquires, so reading the hold's tenure here is safe. */
+static void reactivate(jobs_scheduler *s, sched_job *sj)
+{
+    pthread_mutex_lock(&s->mu);
+    if (!sj->active && !s->stopping && sj->tenure == sj->hold.tenure) {
+        sj->active = true;
+        pthread_cond_broadcast(&s->run_cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
 /* Renews every held lease, RENEW_BATCH to a statement; what fails for a
  * passing error is retried with jitter, and what still fails after
  * LEASE_RENEW_TRIES is dropped. */
@@ -552,10 +569,12 @@ static void renew_all(jobs_scheduler *s, store *db, size_t *pending, lease_hold 
             for (size_t k = 0; k < m; k++) {
                 /* hs was sorted by name: back to the job from the hold */
                 sched_job *sj = (sched_job *)((char *)hs[k] - offsetof(sched_job, hold));
-                if (res[k] == LEASE_OK) continue;
+                if (res[k] == LEASE_OK) {
+                    reactivate(s, sj);
+                    continue;
+                }
                 if (res[k] == LEASE_LOST) {
-                    if (sj->active)
-                        log_warn("job %s: lease lost (expired or taken over): stopping its work", sj->job->name);
+                    log_warn("job %s: lease lost (expired or taken over): stopping its work", sj->job->name);
                     deactivate(s, sj);
                     continue;
                 }
