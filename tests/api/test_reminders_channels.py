@@ -1,0 +1,118 @@
+"""Reminders delivered end to end through the real channels: email to a real
+SMTP receiver, a signed webhook to a real HTTP receiver (both on loopback,
+started here), and a receiver that fails three times before it succeeds,
+which must see one logical delivery (one delivery id) and nothing more."""
+import hashlib
+import hmac
+import json
+import time
+
+from chime import ServerTest, main
+from receivers import HttpReceiver, SmtpReceiver
+
+SMTP = SmtpReceiver().start()
+HOOKS = HttpReceiver().start()
+FAST = ["--reminder-window", "1000", "--lease-heartbeat", "0.5", "--lease-ttl", "2", "--access-log", "off",
+        "--delivery-backoff", "200", "--smtp-url", "smtp://127.0.0.1:%d" % SMTP.port,
+        "--webhook-allow-private", "1"]
+
+
+def iso(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def soon(seconds=3):
+    return int(time.time()) + seconds + 1
+
+
+def wait_for(fn, timeout=20):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = fn()
+        if v:
+            return v
+        time.sleep(0.1)
+    return fn()
+
+
+class TestChannels(ServerTest):
+    server_args = FAST
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.admin, cls.admin_token = cls.server.new_user()
+
+    def setUp(self):
+        self.user, self.token = self.server.new_user()
+
+    def event(self, start, method, summary="Standup"):
+        r = self.server.post("/v1/events", {"summary": summary, "start": {"date_time": iso(start)},
+                                            "end": {"date_time": iso(start + 60)},
+                                            "reminders": [{"method": method, "minutes_before": 0}]},
+                             token=self.token)
+        self.assertEqual(r.status, 201, r)
+        return r.json
+
+    def deliveries(self, state):
+        r = self.server.get("/v1/admin/deliveries?state=" + state, token=self.admin_token)
+        self.assertEqual(r.status, 200, r)
+        return [d for d in r.json["items"] if d["user_id"] == self.user["id"]]
+
+    def hook(self, path, secret="s3cret-hook-key"):
+        r = self.server.post("/v1/me/webhooks", {"url": "http://127.0.0.1:%d%s" % (HOOKS.port, path),
+                                                 "secret": secret}, token=self.token)
+        self.assertEqual(r.status, 201, r)
+        return secret
+
+    def test_email_arrives(self):
+        start = soon()
+        self.event(start, "email", summary="Dentist <3 & co")
+        rcpt = "<%s>" % self.user["email"]
+        mail = wait_for(lambda: [m for m in SMTP.messages if rcpt in m["rcpt_to"]])
+        self.assertEqual(len(mail), 1, mail)
+        data = mail[0]["data"]
+        self.assertIn("Subject: Reminder: Dentist <3 & co", data)
+        self.assertIn("text/plain", data)
+        self.assertIn("text/html", data)
+        self.assertIn("X-Chime-Delivery:", data)
+        done = wait_for(lambda: [d for d in self.deliveries("done") if d["channel"] == "email"])
+        self.assertEqual(done[0]["attempts"], 1)
+        self.assertGreaterEqual(time.time(), start)  # not before its time
+
+    def test_signed_webhook(self):
+        secret = self.hook("/ok/" + self.user["id"])
+        start = soon()
+        ev = self.event(start, "webhook", summary="Deploy")
+        got = wait_for(lambda: [r for r in HOOKS.requests if r["path"] == "/ok/" + self.user["id"]])
+        self.assertEqual(len(got), 1, got)
+        req = got[0]
+        body = json.loads(req["body"])
+        self.assertEqual(set(body) - {"late"}, {"delivery_id", "event_id", "summary", "original_start", "due",
+                                                 "fired", "user_id", "method"})
+        self.assertEqual(body["event_id"], ev["id"])
+        self.assertEqual(body["user_id"], self.user["id"])
+        self.assertEqual(body["method"], "webhook")
+        self.assertEqual(body["summary"], "Deploy")
+        self.assertRegex(body["fired"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
+        h = req["headers"]
+        self.assertEqual(h["x-chime-delivery"], body["delivery_id"])
+        mac = hmac.new(secret.encode(), (h["x-chime-timestamp"] + "." + req["body"]).encode(), hashlib.sha256)
+        self.assertEqual(h["x-chime-signature"], "sha256=" + mac.hexdigest())
+
+    def test_failing_receiver_gets_one_logical_delivery(self):
+        key = "/fail/3/" + self.user["id"]
+        self.hook(key)
+        self.event(soon(), "webhook")
+        done = wait_for(lambda: [d for d in self.deliveries("done") if d["channel"] == "webhook"], timeout=30)
+        self.assertTrue(done, self.deliveries("pending"))
+        self.assertEqual(done[0]["attempts"], 4)
+        got = [r for r in HOOKS.requests if r["path"] == key]
+        self.assertEqual(len(got), 4)
+        self.assertEqual({r["headers"]["x-chime-delivery"] for r in got}, {done[0]["delivery_id"]})
+        time.sleep(1.5)  # nothing more arrives after success
+        self.assertEqual(len([r for r in HOOKS.requests if r["path"] == key]), 4)
+
+
+if __name__ == "__main__":
+    main()
