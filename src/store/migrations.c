@@ -90,7 +90,7 @@ typedef struct migration {
  * "RI_ConstraintTrigger_..." so the mark is locked before cascaded reminder
  * rows are, the same order the drain takes them in (no deadlock). */
 #define PG_MARK_FN(fn, col)                                                                                \
-    "CREATE FUNCTION " fn "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "                               \
+    "CREATE OR REPLACE FUNCTION " fn "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "                               \
     "IF TG_OP <> 'INSERT' THEN INSERT INTO reminder_dirty (event_id, gen, marked_ms) VALUES (OLD." col      \
     ", 1, (extract(epoch from clock_timestamp()) * 1000)::bigint) "                                        \
     "ON CONFLICT (event_id) DO UPDATE SET gen = reminder_dirty.gen + 1; END IF; "                         \
