@@ -655,7 +655,9 @@ static void send_done(void *ctx, bool ok, int http_status, const char *error)
 
 /* Records a failed attempt: back off (doubling, with up to half again of
  * jitter so failing receivers are not hit in lockstep) or dead-letter. */
-static int record_failure(notify_engine *e, store *db, const char *id, const char *error)
+/* permanent: no retry can succeed (say, email is not configured), so the
+ * delivery goes to the dead letters at once, visibly, with the reason. */
+static int record_failure_ex(notify_engine *e, store *db, const char *id, const char *error, bool permanent)
 {
     int64_t attempts = 0;
     store_stmt *st = store_prepare(db, "SELECT attempts FROM deliveries WHERE id = $1 AND state = 'pending'");
@@ -672,7 +674,7 @@ static int record_failure(notify_engine *e, store *db, const char *id, const cha
     base_random(j, sizeof j);
     uint32_t jr = (uint32_t)j[0] | (uint32_t)j[1] << 8 | (uint32_t)j[2] << 16 | (uint32_t)j[3] << 24;
     delay += (int64_t)(jr % (uint32_t)(delay / 2 + 1));
-    bool dead = attempts >= e->o.max_attempts;
+    bool dead = permanent || attempts >= e->o.max_attempts;
     st = store_prepare(db, "UPDATE deliveries SET attempts = $2, state = $3, next_attempt_ms = $4, last_error = $5, "
                            "updated_ms = $6 WHERE id = $1 AND state = 'pending'");
     store_bind_str(st, 1, id);
@@ -685,6 +687,28 @@ static int record_failure(notify_engine *e, store *db, const char *id, const cha
     store_reset(st);
     if (dead) log_warn("reminders: delivery %s dead after %lld attempts: %s", id, (long long)attempts, error);
     return rc == STORE_DONE ? STORE_OK : rc;
+}
+
+static int record_failure(notify_engine *e, store *db, const char *id, const char *error)
+{
+    return record_failure_ex(e, db, id, error, false);
+}
+
+/* The summary as HTML text. */
+static void html_escape(const char *in, char *out, size_t size)
+{
+    size_t n = 0;
+    for (; *in && n + 7 < size; in++) {
+        const char *rep = *in == '<' ? "&lt;" : *in == '>' ? "&gt;" : *in == '&' ? "&amp;" : *in == '"' ? "&quot;" : NULL;
+        if (rep) {
+            size_t k = strlen(rep);
+            memcpy(out + n, rep, k);
+            n += k;
+        } else {
+            out[n++] = *in;
+        }
+    }
+    out[n] = '\0';
 }
 
 static void apply_result(notify_engine *e, store *db, const result *r)
@@ -745,6 +769,10 @@ static void deliver_async(notify_engine *e, store *db, const item *it)
         record_failure(e, db, it->id, "channel not available");
         return;
     }
+    if (!webhook && !channels_email_enabled(e->o.channels)) {
+        record_failure_ex(e, db, it->id, "email is not configured on this server (--smtp-url)", true);
+        return;
+    }
     store_stmt *st = store_prepare(
         db, webhook ? "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, w.url, w.secret FROM deliveries d "
                       "JOIN webhooks w ON w.id = d.endpoint_id WHERE d.id = $1 AND d.state = 'pending' AND "
@@ -785,7 +813,9 @@ static void deliver_async(notify_engine *e, store *db, const item *it)
         char subject[300], text[1400], html[1600];
         snprintf(subject, sizeof subject, "Reminder: %.200s%s", summary, late ? " (late)" : "");
         snprintf(text, sizeof text, "Reminder: %.1000s\nDelivery %s\n", summary, it->id);
-        snprintf(html, sizeof html, "<p>Reminder: <b>%.1000s</b></p>", summary); /* TODO(channels): escape */
+        char safe[1200];
+        html_escape(summary, safe, sizeof safe);
+        snprintf(html, sizeof html, "<p>Reminder: <b>%s</b></p>", safe);
         sent = channels_email(e->o.channels, target, subject, text, html, it->id, send_done, sc);
     }
     if (sent != 0) {

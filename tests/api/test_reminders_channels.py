@@ -2,6 +2,7 @@
 SMTP receiver, a signed webhook to a real HTTP receiver (both on loopback,
 started here), and a receiver that fails three times before it succeeds,
 which must see one logical delivery (one delivery id) and nothing more."""
+import base64
 import hashlib
 import hmac
 import json
@@ -76,6 +77,9 @@ class TestChannels(ServerTest):
         self.assertIn("text/plain", data)
         self.assertIn("text/html", data)
         self.assertIn("X-Chime-Delivery:", data)
+        html = [base64.b64decode(part.split("\r\n\r\n", 1)[1].split("\r\n--")[0])
+                for part in data.split("--=_chime")[1:] if "text/html" in part]
+        self.assertIn(b"Dentist &lt;3 &amp; co", html[0])
         done = wait_for(lambda: [d for d in self.deliveries("done") if d["channel"] == "email"])
         self.assertEqual(done[0]["attempts"], 1)
         self.assertGreaterEqual(time.time(), start)  # not before its time
