@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define PG_INT8OID 20
 #define STORE_STALE (-100)     /* internal: prepared plan outdated by DDL */
@@ -27,6 +28,7 @@ typedef struct pg_store {
     PGconn *conn;
     unsigned next_name;
     bool in_tx;                /* a transaction is open, as last seen */
+    bool conflict;             /* the last error was a deadlock or serialization failure */
 } pg_store;
 
 typedef struct pg_stmt {
@@ -83,7 +85,9 @@ static void note_tx(pg_store *p)
 static int pg_fail(store *s, PGresult *res)
 {
     pg_store *p = PG(s);
-    int rc = sqlstate_rc(res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL);
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    int rc = sqlstate_rc(state);
+    p->conflict = state && (!strcmp(state, "40001") || !strcmp(state, "40P01"));
     if (PQstatus(p->conn) == CONNECTION_BAD)
         rc = STORE_CONN;
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
@@ -278,10 +282,23 @@ static int pg_execute(store_stmt *base)
     int rc = pg_ready(base->s);
     if (rc < 0)
         return rc;
-    for (int attempt = 0;; attempt++) {
+    for (int attempt = 0, busy = 0;; attempt++) {
         if (!st->prepared && (rc = pg_prepare(base)) < 0)
             return rc;
         rc = pg_run(base);
+        /* A statement of its own (no transaction open) that lost a deadlock
+         * or a serialization conflict (not a lock timeout: that already
+         * waited its full time) was rolled back whole: nothing of it
+         * happened, so run it again after a short, jittered pause. Inside a
+         * transaction only the caller can redo the transaction. */
+        if (rc == STORE_BUSY && PG(base->s)->conflict && !pg_in_tx(PG(base->s)) && busy++ < 4) {
+            struct timespec now, pause;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            pause.tv_sec = 0;
+            pause.tv_nsec = (long)busy * 5000000L + now.tv_nsec % 5000000L;
+            nanosleep(&pause, NULL);
+            continue;
+        }
         if (rc != STORE_STALE || attempt > 0 || pg_deallocate(base) < 0)
             return rc == STORE_STALE ? STORE_ERROR : rc;
     }
