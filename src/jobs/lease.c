@@ -304,17 +304,15 @@ int64_t lease_hold_epoch(lease_hold *h)
     return e;
 }
 
-int lease_hold_fence_begin(store *db, lease_hold *h, uint64_t tenure, int64_t *epoch)
+int lease_hold_fence_in(store *db, lease_hold *h, uint64_t tenure, int64_t *epoch)
 {
     pthread_mutex_lock(&h->mu);
     if (!current(h, tenure)) {
         pthread_mutex_unlock(&h->mu);
         return LEASE_LOST;
     }
-    int rc = store_begin(db);
-    if (rc == STORE_OK) rc = lease_fence(db, h->name, h->owner, h->epoch);
+    int rc = lease_fence(db, h->name, h->owner, h->epoch);
     if (rc != LEASE_OK) {
-        store_rollback(db);
         /* The database has the last word: the lease moved on. */
         if (rc == LEASE_LOST) h->held = false;
         pthread_mutex_unlock(&h->mu);
@@ -322,6 +320,20 @@ int lease_hold_fence_begin(store *db, lease_hold *h, uint64_t tenure, int64_t *e
     }
     if (epoch) *epoch = h->epoch;
     return LEASE_OK;
+}
+
+void lease_hold_unfence(lease_hold *h)
+{
+    pthread_mutex_unlock(&h->mu);
+}
+
+int lease_hold_fence_begin(store *db, lease_hold *h, uint64_t tenure, int64_t *epoch)
+{
+    int rc = store_begin(db);
+    if (rc != STORE_OK) return rc;
+    rc = lease_hold_fence_in(db, h, tenure, epoch);
+    if (rc != LEASE_OK) store_rollback(db);
+    return rc;
 }
 
 int lease_hold_fence_end(store *db, lease_hold *h, bool commit)

@@ -124,5 +124,13 @@ int lease_hold_fence_begin(store *db, lease_hold *h, uint64_t tenure, int64_t *e
 /* Commits (commit=true) or rolls back, then unlocks the hold. Returns the
  * commit's result. */
 int lease_hold_fence_end(store *db, lease_hold *h, bool commit);
+/* The same fence inside a transaction the caller has open, so that one
+ * transaction can carry the work of several leases (each fenced). On
+ * LEASE_OK the hold's mutex stays locked: after the commit or rollback,
+ * call lease_hold_unfence. LEASE_LOST leaves the transaction open and
+ * usable (only this lease's work must be left out); an error (< 0) means
+ * the transaction must be rolled back. */
+int lease_hold_fence_in(store *db, lease_hold *h, uint64_t tenure, int64_t *epoch);
+void lease_hold_unfence(lease_hold *h);
 
 #endif

@@ -66,6 +66,8 @@ struct notify_engine {
     group *groups;
     int per_group;
     pthread_t scanner;
+    pthread_t checkpointer;
+    bool checkpointer_started;
     pthread_t *workers;
     int nworkers_started;
     bool scanner_started;
@@ -303,33 +305,26 @@ static void rows_free(due_row *rows, size_t n)
     for (size_t i = 0; i < n; i++) free(rows[i].summary);
 }
 
-/* One fenced claim transaction over a group's shards. Returns how many
- * reminder rows it claimed, or < 0. */
-static int claim_batch(notify_engine *e, store *db, group *g, int gi, int64_t now, item_buf *out)
+/* Inside the open, fenced transaction: claims up to limit due rows of
+ * group gi. Returns how many it claimed, or < 0. One shard at a time: each
+ * is a seek on (shard, next_fire_ms), where a range of shards would scan
+ * every row of the group. */
+static int claim_group(notify_engine *e, store *db, int gi, int64_t now, int limit, item_buf *out)
 {
-    int64_t epoch;
-    int rc = lease_hold_fence_begin(db, &g->hold, g->tenure, &epoch);
-    if (rc == LEASE_LOST) {
-        g->held = false;
-        return -1;
-    }
-    if (rc != LEASE_OK) return -1;
-    /* One shard at a time: each is a seek on (shard, next_fire_ms), where
-     * a range of shards would scan every row of the group. */
     static __thread due_row rows[NOTIFY_CLAIM_BATCH];
-    size_t n = 0;
-    rc = STORE_DONE;
+    if (limit > NOTIFY_CLAIM_BATCH) limit = NOTIFY_CLAIM_BATCH;
+    int n = 0, rc = STORE_DONE;
     int64_t lo = (int64_t)gi * e->per_group, hi = lo + e->per_group;
     if (hi > e->o.shards) hi = e->o.shards;
-    for (int64_t shard = lo; shard < hi && n < NOTIFY_CLAIM_BATCH && rc == STORE_DONE; shard++) {
+    for (int64_t shard = lo; shard < hi && n < limit && rc == STORE_DONE; shard++) {
         store_stmt *st = store_prepare(
             db, "SELECT r.id, r.event_id, r.user_id, r.method, r.minutes_before, r.single, r.next_fire_ms, "
                 "r.occurrence_ms, e.summary FROM reminders r JOIN events e ON e.id = r.event_id "
                 "WHERE r.shard = $1 AND r.next_fire_ms <= $2 ORDER BY r.next_fire_ms LIMIT $3");
         store_bind_int64(st, 1, shard);
         store_bind_int64(st, 2, now + e->o.window_ms);
-        store_bind_int64(st, 3, (int64_t)(NOTIFY_CLAIM_BATCH - n));
-        while (n < NOTIFY_CLAIM_BATCH && (rc = store_step(st)) == STORE_ROW) {
+        store_bind_int64(st, 3, limit - n);
+        while (n < limit && (rc = store_step(st)) == STORE_ROW) {
             due_row *r = &rows[n++];
             r->id = store_col_int64(st, 0);
             r->event_id = store_col_int64(st, 1);
@@ -341,25 +336,58 @@ static int claim_batch(notify_engine *e, store *db, group *g, int gi, int64_t no
             r->occurrence = store_col_int64(st, 7);
             r->summary = strdup(store_col_text(st, 8));
         }
-        if (rc == STORE_ROW) rc = STORE_DONE; /* batch full */
+        if (rc == STORE_ROW) rc = STORE_DONE; /* limit reached */
         store_reset(st);
     }
+    for (int i = 0; i < n && rc == STORE_DONE; i++)
+        if (claim_row(e, db, &rows[i], now, out) != STORE_OK) rc = STORE_ERROR;
+    rows_free(rows, (size_t)n);
+    return rc == STORE_DONE ? n : rc < 0 ? rc : STORE_ERROR;
+}
+
+/* One claim transaction: starting at group *gi, fences each held group and
+ * claims its due rows, until NOTIFY_CLAIM_BATCH rows or the last group.
+ * Many small groups share one commit (on SQLite the commit is the cost:
+ * every page it dirtied is written again). *gi moves past the groups done;
+ * a group with rows left stays next. Returns rows claimed, or < 0. */
+static int claim_tx(notify_engine *e, store *db, int *gi, item_buf *out)
+{
+    lease_hold *fenced[NOTIFY_CLAIM_BATCH];
+    int nfenced = 0, n = 0, rc = store_begin(db);
     size_t before = out->n;
-    if (rc < 0) goto fail;
-    for (size_t i = 0; i < n; i++)
-        if ((rc = claim_row(e, db, &rows[i], now, out)) != STORE_OK) goto fail;
-    rows_free(rows, n);
-    if (lease_hold_fence_end(db, &g->hold, true) != STORE_OK) {
-        out->n = before;
-        return -1;
+    int64_t now = base_now_ms();
+    while (rc == STORE_OK && *gi < e->o.groups && n < NOTIFY_CLAIM_BATCH && nfenced < NOTIFY_CLAIM_BATCH) {
+        group *g = &e->groups[*gi];
+        if (!g->held) {
+            ++*gi;
+            continue;
+        }
+        rc = lease_hold_fence_in(db, &g->hold, g->tenure, NULL);
+        if (rc == LEASE_LOST) {
+            g->held = false;
+            rc = STORE_OK;
+            ++*gi;
+            continue;
+        }
+        if (rc != LEASE_OK) break;
+        fenced[nfenced++] = &g->hold;
+        int got = claim_group(e, db, *gi, now, NOTIFY_CLAIM_BATCH - n, out);
+        if (got < 0) {
+            rc = got;
+            break;
+        }
+        n += got;
+        if (n < NOTIFY_CLAIM_BATCH) ++*gi; /* else it may have more */
     }
-    return (int)n;
-fail:
-    log_warn("reminders: claim in group %d failed: %s", gi, store_errmsg(db));
-    rows_free(rows, n);
-    out->n = before;
-    lease_hold_fence_end(db, &g->hold, false);
-    return -1;
+    if (rc == STORE_OK) rc = store_commit(db);
+    if (rc != STORE_OK) {
+        log_warn("reminders: claim at group %d failed: %s", *gi, store_errmsg(db));
+        store_rollback(db);
+        out->n = before;
+        n = -1;
+    }
+    for (int i = 0; i < nfenced; i++) lease_hold_unfence(fenced[i]);
+    return n;
 }
 
 static size_t heap_size(notify_engine *e)
@@ -387,20 +415,15 @@ static void heartbeat_if_due(notify_engine *e, store *db, int64_t *next_beat)
 static void claim_all(notify_engine *e, store *db, int64_t *next_beat)
 {
     item_buf buf = {0};
-    for (int gi = 0; gi < e->o.groups; gi++) {
+    int gi = 0;
+    while (gi < e->o.groups && heap_size(e) < NOTIFY_HEAP_MAX) {
         heartbeat_if_due(e, db, next_beat);
-        group *g = &e->groups[gi];
-        if (!g->held) continue;
-        for (;;) {
-            if (heap_size(e) >= NOTIFY_HEAP_MAX) break;
-            heartbeat_if_due(e, db, next_beat);
-            write_lock(e);
-            int n = claim_batch(e, db, g, gi, base_now_ms(), &buf);
-            write_unlock(e);
-            enqueue(e, buf.v, buf.n);
-            buf.n = 0;
-            if (n < NOTIFY_CLAIM_BATCH) break;
-        }
+        write_lock(e);
+        int n = claim_tx(e, db, &gi, &buf);
+        write_unlock(e);
+        enqueue(e, buf.v, buf.n);
+        buf.n = 0;
+        if (n < 0) gi++; /* skip the group that failed; the next pass retries it */
     }
     free(buf.v);
 }
@@ -519,9 +542,16 @@ static bool sleep_until(notify_engine *e, int64_t wake_ms)
     return !stop;
 }
 
-/* The engine's connections touch the big tables' indexes at random keys
- * (delivery ids are hashes): give SQLite a page cache that holds them
- * rather than its 2 MB default, and map the file rather than copy pages. */
+/* SQLite settings of the engine's connection.
+ *  - A page cache that holds the hot ends of the big tables' indexes
+ *    rather than the 2 MB default, and the file mapped rather than copied.
+ *  - synchronous=NORMAL: its commits are not fsynced one by one (the
+ *    checkpointer's fsync makes them durable). Every effect of the engine
+ *    can be redone from the reminder rows: should power fail, the last
+ *    claims and deliveries roll back and are claimed and delivered again
+ *    under the same delivery ids -- at least once, as promised. The API's
+ *    connections keep synchronous=FULL: a user's write is durable when
+ *    answered. */
 static store *engine_db_open(notify_engine *e, const char *who)
 {
     char err[256];
@@ -532,9 +562,61 @@ static store *engine_db_open(notify_engine *e, const char *who)
     }
     if (store_backend_of(db) == STORE_SQLITE &&
         (store_exec(db, "PRAGMA cache_size = -131072") != STORE_OK ||
+         store_exec(db, "PRAGMA synchronous = NORMAL") != STORE_OK ||
          store_exec(db, "PRAGMA mmap_size = 1073741824") != STORE_OK))
-        log_warn("reminders: %s: cannot size the page cache: %s", who, store_errmsg(db));
+        log_warn("reminders: %s: cannot set up the connection: %s", who, store_errmsg(db));
     return db;
+}
+
+/* ---- the checkpointer (SQLite) ------------------------------------------
+ *
+ * SQLite copies the WAL back into the database file (a checkpoint) on the
+ * thread whose commit pushes the WAL past a size: with the engine's one
+ * connection that is inside write_mu, where every claim and delivery
+ * waits for the copy and its fsync. So the engine's connection does not
+ * checkpoint; this thread does, on a connection of its own, while writers
+ * go on. A checkpoint that races writers leaves the newest frames
+ * uncopied, and the WAL restarts from its beginning only after a complete
+ * one; so after the long pass, a second, short one runs under write_mu
+ * (nothing new can arrive) to finish the job. */
+#define NOTIFY_CKPT_FRAMES 8192 /* checkpoint once the WAL holds this many pages (32 MiB) */
+#define NOTIFY_CKPT_TICK_MS 100
+
+/* PRAGMA wal_checkpoint(PASSIVE): *log frames in the WAL, *done of them copied. */
+static int checkpoint_passive(store *db, int64_t *log, int64_t *done)
+{
+    store_stmt *st = store_prepare(db, "PRAGMA wal_checkpoint(PASSIVE)");
+    int rc = store_step(st);
+    if (rc == STORE_ROW) {
+        *log = store_col_int64(st, 1);
+        *done = store_col_int64(st, 2);
+    }
+    store_reset(st);
+    return rc == STORE_ROW ? STORE_OK : rc;
+}
+
+static void *checkpointer_main(void *p)
+{
+    notify_engine *e = p;
+    char err[256];
+    store *db = store_open(e->o.db_url, err, sizeof err);
+    if (!db) {
+        log_error("reminders: the checkpointer cannot open the database: %s", err);
+        return NULL;
+    }
+    int64_t log = 0, done = 0;
+    while (sleep_until(e, base_now_ms() + NOTIFY_CKPT_TICK_MS)) {
+        /* A PASSIVE checkpoint of an empty WAL is cheap: it reports the size. */
+        if (checkpoint_passive(db, &log, &done) != STORE_OK || log < NOTIFY_CKPT_FRAMES) continue;
+        write_lock(e);
+        /* (A reader's older snapshot may still hold some frames back: the
+         * next round copies them.) */
+        if (checkpoint_passive(db, &log, &done) != STORE_OK)
+            log_warn("reminders: checkpoint failed: %s", store_errmsg(db));
+        write_unlock(e);
+    }
+    store_close(db);
+    return NULL;
 }
 
 static store *thread_db(notify_engine *e, const char *who)
@@ -579,59 +661,101 @@ static bool is_late(notify_engine *e, const item *it, int64_t now)
     return now - it->due_ms > e->o.grace_ms;
 }
 
-/* In-app: the inbox row and the delivery's state in one statement pair;
- * a delivery whose reminder is gone (event deleted, attendee declined) is
- * cancelled instead. */
-static int deliver_inapp(notify_engine *e, store *db, const item *it, int64_t now)
+/* The ids of a batch as a JSON array, the one list parameter both
+ * backends can take apart (json_each / json_array_elements_text). Ids are
+ * hex digits: nothing to escape. Caller frees. */
+static char *ids_json(const item *its, size_t n)
 {
-    bool late = is_late(e, it, now);
-    store_stmt *st;
-    int rc;
-    if (late && e->o.late_policy == NOTIFY_LATE_SKIP) {
-        st = store_prepare(db, "UPDATE deliveries SET state = 'missed', late = 1, updated_ms = $2 "
-                               "WHERE id = $1 AND state = 'pending'");
-        store_bind_str(st, 1, it->id);
-        store_bind_int64(st, 2, now);
-        rc = store_step(st);
-        store_reset(st);
-        return rc == STORE_DONE ? STORE_OK : rc;
+    char *out = malloc(n * (NOTIFY_ID_LEN + 3) + 3);
+    if (!out) return NULL;
+    size_t k = 0;
+    out[k++] = '[';
+    for (size_t i = 0; i < n; i++) {
+        if (i) out[k++] = ',';
+        out[k++] = '"';
+        size_t len = strlen(its[i].id);
+        memcpy(out + k, its[i].id, len);
+        k += len;
+        out[k++] = '"';
     }
-    st = store_prepare(
-        db, "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, due_ms, "
-            "fired_ms, late, method, read, created_ms) SELECT d.user_id, d.id, d.event_id, d.summary, "
-            "d.occurrence_ms, d.due_ms, $2, $3, 'push', 0, $2 FROM deliveries d WHERE d.id = $1 AND "
-            "d.state = 'pending' AND EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id) "
-            "ON CONFLICT (delivery_id) DO NOTHING");
-    store_bind_str(st, 1, it->id);
+    out[k++] = ']';
+    out[k] = '\0';
+    return out;
+}
+
+/* Runs one set statement over the batch: $1 the ids, $2 now, $3 grace. */
+static int batch_exec(store *db, const char *sql, const char *ids, int64_t now, int64_t grace)
+{
+    store_stmt *st = store_prepare(db, sql);
+    store_bind_str(st, 1, ids);
     store_bind_int64(st, 2, now);
-    store_bind_int64(st, 3, late);
-    rc = store_step(st);
+    store_bind_int64(st, 3, grace);
+    int rc = store_step(st);
     store_reset(st);
-    if (rc != STORE_DONE) return rc;
-    st = store_prepare(db, "UPDATE deliveries SET state = CASE WHEN EXISTS (SELECT 1 FROM reminders r WHERE "
-                           "r.id = deliveries.reminder_id) THEN 'done' ELSE 'cancelled' END, fired_ms = $2, "
-                           "late = $3, attempts = attempts + 1, updated_ms = $2 WHERE id = $1 AND state = 'pending'");
-    store_bind_str(st, 1, it->id);
-    store_bind_int64(st, 2, now);
-    store_bind_int64(st, 3, late);
-    rc = store_step(st);
-    store_reset(st);
-    return rc == STORE_DONE ? STORE_OK : rc;
+    return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
+}
+
+#define IDS_SQLITE "(SELECT value FROM json_each($1))"
+#define IDS_PG "(SELECT json_array_elements_text(CAST($1 AS json)))"
+#define LATE_SQL "CASE WHEN $2 - due_ms > $3 THEN 1 ELSE 0 END"
+#define REMINDER_LIVE "EXISTS (SELECT 1 FROM reminders r WHERE r.id = deliveries.reminder_id)"
+
+/* (SQLite: "+state" keeps the planner on the id index; without statistics
+ * it would rather walk every pending row through deliveries_queue.) */
+/* In-app, a whole batch in three set statements: under the skip policy
+ * late ones become missed; the rest get their inbox row (unless their
+ * reminder is gone: event deleted, attendee declined) and leave the
+ * outbox as done, or cancelled. Only rows still pending are touched, so a
+ * batch that overlaps another node's takeover changes nothing twice. */
+static int deliver_inapp_sql(notify_engine *e, store *db, const char *ids, int64_t now)
+{
+    bool pg = store_backend_of(db) == STORE_PG;
+    int rc;
+    if (e->o.late_policy == NOTIFY_LATE_SKIP &&
+        (rc = batch_exec(db, pg ? "UPDATE deliveries SET state = 'missed', late = 1, updated_ms = $2 WHERE id IN "
+                                  IDS_PG " AND state = 'pending' AND $2 - due_ms > $3"
+                                : "UPDATE deliveries SET state = 'missed', late = 1, updated_ms = $2 WHERE id IN "
+                                  IDS_SQLITE " AND +state = 'pending' AND $2 - due_ms > $3",
+                         ids, now, e->o.grace_ms)) != STORE_OK)
+        return rc;
+    rc = batch_exec(db,
+                    pg ? "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, "
+                         "due_ms, fired_ms, late, method, read, created_ms) SELECT user_id, id, event_id, summary, "
+                         "occurrence_ms, due_ms, $2, " LATE_SQL ", 'push', 0, $2 FROM deliveries WHERE id IN " IDS_PG
+                         " AND state = 'pending' AND " REMINDER_LIVE " ORDER BY due_ms ON CONFLICT (delivery_id) DO NOTHING"
+                       : "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, "
+                         "due_ms, fired_ms, late, method, read, created_ms) SELECT user_id, id, event_id, summary, "
+                         "occurrence_ms, due_ms, $2, " LATE_SQL ", 'push', 0, $2 FROM deliveries WHERE id IN "
+                         IDS_SQLITE " AND +state = 'pending' AND " REMINDER_LIVE
+                         " ORDER BY due_ms ON CONFLICT (delivery_id) DO NOTHING",
+                    ids, now, e->o.grace_ms);
+    if (rc != STORE_OK) return rc;
+    return batch_exec(db,
+                      pg ? "UPDATE deliveries SET state = CASE WHEN " REMINDER_LIVE " THEN 'done' ELSE 'cancelled' "
+                           "END, fired_ms = $2, late = " LATE_SQL ", attempts = attempts + 1, updated_ms = $2 WHERE "
+                           "id IN " IDS_PG " AND state = 'pending'"
+                         : "UPDATE deliveries SET state = CASE WHEN " REMINDER_LIVE " THEN 'done' ELSE 'cancelled' "
+                           "END, fired_ms = $2, late = " LATE_SQL ", attempts = attempts + 1, updated_ms = $2 WHERE "
+                           "id IN " IDS_SQLITE " AND +state = 'pending'",
+                      ids, now, e->o.grace_ms);
 }
 
 static void deliver_inapp_batch(notify_engine *e, store *db, const item *its, size_t n)
 {
     if (n == 0) return;
+    char *ids = ids_json(its, n);
+    if (!ids) return; /* left pending: the outbox poll retries them after the hold */
     write_lock(e);
     for (int attempt = 0; attempt < 3; attempt++) {
         int rc = store_begin(db);
-        for (size_t i = 0; i < n && rc == STORE_OK; i++) rc = deliver_inapp(e, db, &its[i], base_now_ms());
+        if (rc == STORE_OK) rc = deliver_inapp_sql(e, db, ids, base_now_ms());
         if (rc == STORE_OK && store_commit(db) == STORE_OK) break;
         store_rollback(db);
         log_warn("reminders: in-app delivery batch failed: %s", store_errmsg(db));
     }
     write_unlock(e);
-    /* Left pending: the outbox poll retries them after the hold. */
+    free(ids);
+    /* Left pending on failure: the outbox poll retries them after the hold. */
 }
 
 static void send_done(void *ctx, bool ok, int http_status, const char *error)
@@ -940,7 +1064,15 @@ static bool webhooks_present(const char *url)
 int notify_engine_start(notify_engine *e)
 {
     e->has_webhooks = webhooks_present(e->o.db_url);
-    if (e->serialize_writes && !(e->shared = engine_db_open(e, "engine"))) return -1;
+    if (e->serialize_writes) {
+        if (!(e->shared = engine_db_open(e, "engine"))) return -1;
+        if (store_exec(e->shared, "PRAGMA wal_autocheckpoint = 0") != STORE_OK ||
+            pthread_create(&e->checkpointer, NULL, checkpointer_main, e) != 0) {
+            log_error("reminders: cannot start the checkpointer");
+            return -1;
+        }
+        e->checkpointer_started = true;
+    }
     if (pthread_create(&e->scanner, NULL, scanner_main, e) != 0) {
         log_error("reminders: cannot start the scanner");
         return -1;
@@ -974,6 +1106,7 @@ void notify_engine_free(notify_engine *e)
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
     if (e->scanner_started) pthread_join(e->scanner, NULL);
+    if (e->checkpointer_started) pthread_join(e->checkpointer, NULL);
     for (int i = 0; i < e->nworkers_started; i++) pthread_join(e->workers[i], NULL);
     /* Sends still out will call send_done; wait for them (channel
      * timeouts bound this). Their results are dropped: the rows stay
