@@ -32,7 +32,7 @@
 #define NOTIFY_SEND_HOLD_MS 60000/* an in-flight webhook/email send, likewise */
 #define NOTIFY_CLAIM_BATCH 500   /* reminder rows per claim transaction */
 #define NOTIFY_DELIVER_BATCH 512 /* in-app deliveries per transaction */
-#define NOTIFY_POLL_BATCH 500    /* outbox rows re-claimed per poll */
+#define NOTIFY_POLL_BATCH 1000   /* outbox rows re-claimed per poll transaction */
 #define NOTIFY_HEAP_MAX 400000   /* claims held in memory; beyond, the scanner waits */
 
 typedef struct item {
@@ -60,10 +60,17 @@ typedef struct group {
     bool held; /* as the scanner last saw it */
 } group;
 
+/* A shard in the scanner's current pass (claim_all). */
+typedef struct shard_pass {
+    int claimed; /* rows claimed in this pass */
+    bool open;   /* may have more due rows */
+} shard_pass;
+
 struct notify_engine {
     notify_opts o;
     char owner[LEASE_OWNER_MAX + 1];
     group *groups;
+    shard_pass *pass; /* per shard; the scanner's */
     int per_group;
     pthread_t scanner;
     pthread_t checkpointer;
@@ -74,8 +81,11 @@ struct notify_engine {
     bool has_webhooks;
     /* SQLite has one writer at a time; a writer that finds the lock taken
      * sleeps in SQLite's busy handler (up to 100 ms a nap), which is what
-     * lateness is made of. Our threads queue on this mutex instead and
-     * wake the moment the previous transaction ends. */
+     * lateness is made of. Our threads queue on this lock instead and
+     * wake the moment the previous transaction ends. (Who goes next is
+     * steered by the scanner, see scanner_yield: a mutex handed over in
+     * strict turns cost a thread wakeup per transaction and halved the
+     * throughput.) */
     bool serialize_writes;
     pthread_mutex_t write_mu;
     /* SQLite: the one connection all the engine's threads use, under
@@ -211,15 +221,22 @@ static int advance_of(notify_engine *e, store *db, const due_row *r, bool *has, 
     return STORE_OK;
 }
 
+/* What a claim does with a delivery row: holds it for the timer (pending),
+ * records it missed (late, skip policy), or -- in-app, already due --
+ * delivers it on the spot (done). */
+typedef enum claim_fate { FATE_PENDING, FATE_MISSED, FATE_DONE } claim_fate;
+
 /* Inserts one delivery row; *inserted is false when it already existed. */
-static int delivery_insert(store *db, const due_row *r, const char *channel, int64_t endpoint, bool missed,
-                           int64_t now, char id[NOTIFY_ID_LEN + 1], bool *inserted)
+static int delivery_insert(store *db, const due_row *r, const char *channel, int64_t endpoint, claim_fate fate,
+                           bool late, int64_t now, char id[NOTIFY_ID_LEN + 1], bool *inserted)
 {
+    static const char *const states[] = {"pending", "missed", "done"};
     notify_delivery_id(r->event_id, r->user_id, r->method, r->minutes, r->occurrence, channel, endpoint, id);
     store_stmt *st = store_prepare(
         db, "INSERT INTO deliveries (id, reminder_id, event_id, user_id, channel, endpoint_id, summary, "
-            "occurrence_ms, due_ms, late, state, attempts, next_attempt_ms, created_ms, updated_ms) "
-            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0, $12, $13, $13) ON CONFLICT (id) DO NOTHING");
+            "occurrence_ms, due_ms, late, state, attempts, next_attempt_ms, fired_ms, created_ms, updated_ms) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15) "
+            "ON CONFLICT (id) DO NOTHING");
     store_bind_str(st, 1, id);
     store_bind_int64(st, 2, r->id);
     store_bind_int64(st, 3, r->event_id);
@@ -229,12 +246,35 @@ static int delivery_insert(store *db, const due_row *r, const char *channel, int
     store_bind_str(st, 7, r->summary ? r->summary : "");
     store_bind_int64(st, 8, r->occurrence);
     store_bind_int64(st, 9, r->next_fire);
-    store_bind_int64(st, 10, missed);
-    store_bind_str(st, 11, missed ? "missed" : "pending");
-    store_bind_int64(st, 12, r->next_fire + NOTIFY_HOLD_MS);
-    store_bind_int64(st, 13, now);
+    store_bind_int64(st, 10, late);
+    store_bind_str(st, 11, states[fate]);
+    store_bind_int64(st, 12, fate == FATE_DONE);
+    store_bind_int64(st, 13, r->next_fire + NOTIFY_HOLD_MS);
+    if (fate == FATE_DONE) store_bind_int64(st, 14, now);
+    else store_bind_null(st, 14);
+    store_bind_int64(st, 15, now);
     int rc = store_step(st);
     *inserted = rc == STORE_DONE && store_changes(st) == 1;
+    store_reset(st);
+    return rc == STORE_DONE ? STORE_OK : rc;
+}
+
+/* The inbox row of an in-app delivery made in the claim itself. */
+static int inbox_insert(store *db, const due_row *r, const char *id, bool late, int64_t now)
+{
+    store_stmt *st = store_prepare(
+        db, "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, due_ms, "
+            "fired_ms, late, method, read, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'push', 0, $7) "
+            "ON CONFLICT (delivery_id) DO NOTHING");
+    store_bind_int64(st, 1, r->user_id);
+    store_bind_str(st, 2, id);
+    store_bind_int64(st, 3, r->event_id);
+    store_bind_str(st, 4, r->summary ? r->summary : "");
+    store_bind_int64(st, 5, r->occurrence);
+    store_bind_int64(st, 6, r->next_fire);
+    store_bind_int64(st, 7, now);
+    store_bind_int64(st, 8, late);
+    int rc = store_step(st);
     store_reset(st);
     return rc == STORE_DONE ? STORE_OK : rc;
 }
@@ -279,7 +319,7 @@ static int claim_row(notify_engine *e, store *db, const due_row *r, int64_t now,
     store_reset(st);
     if (rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
     if (changed == 0) return STORE_OK; /* recomputed meanwhile: the new row is scanned again */
-    bool missed = now - r->next_fire > e->o.grace_ms && e->o.late_policy == NOTIFY_LATE_SKIP;
+    bool late = now - r->next_fire > e->o.grace_ms;
     int64_t endpoints[16] = {0};
     int nend = 1;
     const char *channel = "inapp";
@@ -289,13 +329,22 @@ static int claim_row(notify_engine *e, store *db, const due_row *r, int64_t now,
         nend = 0;
         if (e->has_webhooks && (rc = webhook_ids(db, r->user_id, endpoints, 16, &nend)) != STORE_OK) return rc;
     }
+    /* An in-app reminder already due when claimed (the backlog after
+     * downtime, a scanner running behind) is delivered right here: the
+     * inbox row is one more insert in this transaction, where the timer
+     * path would cost a second transaction that rewrites the row. */
+    claim_fate fate = late && e->o.late_policy == NOTIFY_LATE_SKIP ? FATE_MISSED
+                      : r->next_fire <= now && strcmp(channel, "inapp") == 0 ? FATE_DONE
+                                                                             : FATE_PENDING;
     for (int i = 0; i < nend; i++) {
         item it = {.fire_at = r->next_fire, .due_ms = r->next_fire};
         bool inserted;
-        rc = delivery_insert(db, r, channel, endpoints[i], missed, now, it.id, &inserted);
+        rc = delivery_insert(db, r, channel, endpoints[i], fate, late && fate != FATE_PENDING, now, it.id,
+                             &inserted);
         if (rc != STORE_OK) return rc;
         snprintf(it.channel, sizeof it.channel, "%s", channel);
-        if (inserted && !missed && !buf_add(out, &it)) return STORE_ERROR;
+        if (inserted && fate == FATE_DONE && (rc = inbox_insert(db, r, it.id, late, now)) != STORE_OK) return rc;
+        if (inserted && fate == FATE_PENDING && !buf_add(out, &it)) return STORE_ERROR;
     }
     return STORE_OK;
 }
@@ -306,10 +355,11 @@ static void rows_free(due_row *rows, size_t n)
 }
 
 /* Inside the open, fenced transaction: claims up to limit due rows of
- * group gi. Returns how many it claimed, or < 0. One shard at a time: each
- * is a seek on (shard, next_fire_ms), where a range of shards would scan
- * every row of the group. */
-static int claim_group(notify_engine *e, store *db, int gi, int64_t now, int limit, item_buf *out)
+ * group gi, at most `quota` of each shard still open in this pass (see
+ * claim_all). Returns how many it claimed, or < 0. One shard at a time:
+ * each is a seek on (shard, next_fire_ms), where a range of shards would
+ * scan every row of the group. */
+static int claim_group(notify_engine *e, store *db, int gi, int64_t now, int limit, int quota, item_buf *out)
 {
     static __thread due_row rows[NOTIFY_CLAIM_BATCH];
     if (limit > NOTIFY_CLAIM_BATCH) limit = NOTIFY_CLAIM_BATCH;
@@ -317,15 +367,19 @@ static int claim_group(notify_engine *e, store *db, int gi, int64_t now, int lim
     int64_t lo = (int64_t)gi * e->per_group, hi = lo + e->per_group;
     if (hi > e->o.shards) hi = e->o.shards;
     for (int64_t shard = lo; shard < hi && n < limit && rc == STORE_DONE; shard++) {
+        shard_pass *sp = &e->pass[shard];
+        int want = quota - sp->claimed < limit - n ? quota - sp->claimed : limit - n;
+        if (!sp->open || want <= 0) continue;
         store_stmt *st = store_prepare(
             db, "SELECT r.id, r.event_id, r.user_id, r.method, r.minutes_before, r.single, r.next_fire_ms, "
                 "r.occurrence_ms, e.summary FROM reminders r JOIN events e ON e.id = r.event_id "
                 "WHERE r.shard = $1 AND r.next_fire_ms <= $2 ORDER BY r.next_fire_ms LIMIT $3");
         store_bind_int64(st, 1, shard);
         store_bind_int64(st, 2, now + e->o.window_ms);
-        store_bind_int64(st, 3, limit - n);
-        while (n < limit && (rc = store_step(st)) == STORE_ROW) {
-            due_row *r = &rows[n++];
+        store_bind_int64(st, 3, want);
+        int got = 0;
+        while (got < want && (rc = store_step(st)) == STORE_ROW) {
+            due_row *r = &rows[n + got++];
             r->id = store_col_int64(st, 0);
             r->event_id = store_col_int64(st, 1);
             r->user_id = store_col_int64(st, 2);
@@ -336,8 +390,11 @@ static int claim_group(notify_engine *e, store *db, int gi, int64_t now, int lim
             r->occurrence = store_col_int64(st, 7);
             r->summary = strdup(store_col_text(st, 8));
         }
-        if (rc == STORE_ROW) rc = STORE_DONE; /* limit reached */
+        if (rc == STORE_ROW) rc = STORE_DONE; /* want reached */
         store_reset(st);
+        n += got;
+        sp->claimed += got;
+        if (got < want) sp->open = false; /* drained (up to the window) */
     }
     for (int i = 0; i < n && rc == STORE_DONE; i++)
         if (claim_row(e, db, &rows[i], now, out) != STORE_OK) rc = STORE_ERROR;
@@ -349,8 +406,9 @@ static int claim_group(notify_engine *e, store *db, int gi, int64_t now, int lim
  * claims its due rows, until NOTIFY_CLAIM_BATCH rows or the last group.
  * Many small groups share one commit (on SQLite the commit is the cost:
  * every page it dirtied is written again). *gi moves past the groups done;
- * a group with rows left stays next. Returns rows claimed, or < 0. */
-static int claim_tx(notify_engine *e, store *db, int *gi, item_buf *out)
+ * a group cut short by a full batch stays next. Returns rows claimed, or
+ * < 0. */
+static int claim_tx(notify_engine *e, store *db, int *gi, int quota, item_buf *out)
 {
     lease_hold *fenced[NOTIFY_CLAIM_BATCH];
     int nfenced = 0, n = 0, rc = store_begin(db);
@@ -371,13 +429,13 @@ static int claim_tx(notify_engine *e, store *db, int *gi, item_buf *out)
         }
         if (rc != LEASE_OK) break;
         fenced[nfenced++] = &g->hold;
-        int got = claim_group(e, db, *gi, now, NOTIFY_CLAIM_BATCH - n, out);
+        int got = claim_group(e, db, *gi, now, NOTIFY_CLAIM_BATCH - n, quota, out);
         if (got < 0) {
             rc = got;
             break;
         }
         n += got;
-        if (n < NOTIFY_CLAIM_BATCH) ++*gi; /* else it may have more */
+        if (n < NOTIFY_CLAIM_BATCH) ++*gi; /* else it may have shards left */
     }
     if (rc == STORE_OK) rc = store_commit(db);
     if (rc != STORE_OK) {
@@ -412,29 +470,74 @@ static void heartbeat_if_due(notify_engine *e, store *db, int64_t *next_beat)
     *next_beat = now + e->o.heartbeat_ms;
 }
 
+/* Before a claim transaction: while deliveries are behind (an item has
+ * waited NOTIFY_BEHIND_MS past its time), the scanner stands back so the
+ * workers get the database -- claims run a window ahead, deliveries are
+ * due now. Without this, the scanner, relocking the moment it unlocks,
+ * claimed a whole backlog before any of it went out. Bounded, so leases
+ * are still renewed should the workers be stuck. */
+#define NOTIFY_BEHIND_MS 20
+static void scanner_yield(notify_engine *e)
+{
+    int64_t give_up = base_now_ms() + 200;
+    pthread_mutex_lock(&e->mu);
+    for (;;) {
+        int64_t now = base_now_ms();
+        if (e->stopping || now >= give_up || e->nheap == 0 || e->heap[0].fire_at > now - NOTIFY_BEHIND_MS) break;
+        int64_t wake = now + 2;
+        struct timespec ts = {.tv_sec = wake / 1000, .tv_nsec = (wake % 1000) * 1000000};
+        pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Claims what is due within the window, in passes over the shards that
+ * take at most `quota` rows of each: the oldest of every shard first. In
+ * the steady state one pass takes everything; after downtime, when every
+ * shard has a backlog, the passes walk all shards forward through it
+ * together, so deliveries go out oldest first across the whole node
+ * rather than shard by shard. A pass revisits only the shards that filled
+ * their quota, with a quota that grows as they get fewer (one busy shard
+ * is not claimed a handful of rows at a time). */
+#define NOTIFY_PASS_ROWS 4096 /* rows a pass aims at (quota = this / open shards) */
+#define NOTIFY_PASS_MIN 8     /* ... but at least this many per shard */
 static void claim_all(notify_engine *e, store *db, int64_t *next_beat)
 {
     item_buf buf = {0};
-    int gi = 0;
-    while (gi < e->o.groups && heap_size(e) < NOTIFY_HEAP_MAX) {
-        heartbeat_if_due(e, db, next_beat);
-        write_lock(e);
-        int n = claim_tx(e, db, &gi, &buf);
-        write_unlock(e);
-        enqueue(e, buf.v, buf.n);
-        buf.n = 0;
-        if (n < 0) gi++; /* skip the group that failed; the next pass retries it */
+    for (int i = 0; i < e->o.shards; i++) e->pass[i].open = true;
+    int open = e->o.shards;
+    while (open > 0 && heap_size(e) < NOTIFY_HEAP_MAX) {
+        int quota = NOTIFY_PASS_ROWS / open > NOTIFY_PASS_MIN ? NOTIFY_PASS_ROWS / open : NOTIFY_PASS_MIN;
+        for (int i = 0; i < e->o.shards; i++) e->pass[i].claimed = 0;
+        int gi = 0;
+        while (gi < e->o.groups && heap_size(e) < NOTIFY_HEAP_MAX) {
+            heartbeat_if_due(e, db, next_beat);
+            scanner_yield(e);
+            write_lock(e);
+            int n = claim_tx(e, db, &gi, quota, &buf);
+            write_unlock(e);
+            enqueue(e, buf.v, buf.n);
+            buf.n = 0;
+            if (n < 0) gi++; /* skip the group that failed; the next tick retries it */
+        }
+        open = 0;
+        for (int i = 0; i < e->o.shards; i++) {
+            /* Still open: it filled its quota (a failed claim may leave
+             * some open with less; the next tick sees to them). */
+            if (e->pass[i].open && e->pass[i].claimed < quota) e->pass[i].open = false;
+            open += e->pass[i].open;
+        }
     }
     free(buf.v);
 }
 
 /* Outbox rows whose next attempt is due: retries, and claims of a node
  * that died. Taken with SKIP LOCKED so nodes split them. */
-static void poll_outbox(notify_engine *e, store *db)
+static int poll_outbox(notify_engine *e, store *db)
 {
     bool pg = store_backend_of(db) == STORE_PG;
     int64_t now = base_now_ms();
-    if (store_begin(db) != STORE_OK) return;
+    if (store_begin(db) != STORE_OK) return -1;
     store_stmt *st = store_prepare(
         db, pg ? "UPDATE deliveries SET next_attempt_ms = $2 WHERE id IN (SELECT id FROM deliveries "
                  "WHERE state = 'pending' AND next_attempt_ms <= $1 ORDER BY next_attempt_ms LIMIT $3 "
@@ -450,19 +553,36 @@ static void poll_outbox(notify_engine *e, store *db)
     item_buf buf = {0};
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
-        item it = {.fire_at = now, .due_ms = store_col_int64(st, 2)};
+        /* Keyed by its due time: a backlog goes out oldest first. */
+        item it = {.fire_at = store_col_int64(st, 2), .due_ms = store_col_int64(st, 2)};
         snprintf(it.id, sizeof it.id, "%s", store_col_text(st, 0));
         snprintf(it.channel, sizeof it.channel, "%s", store_col_text(st, 1));
         if (!buf_add(&buf, &it)) break;
     }
     store_reset(st);
+    int n = (int)buf.n;
     if (rc == STORE_DONE && store_commit(db) == STORE_OK) {
-        if (buf.n) log_info("reminders: took over %zu outbox rows", buf.n);
         enqueue(e, buf.v, buf.n);
     } else {
         store_rollback(db);
+        n = -1;
     }
     free(buf.v);
+    return n;
+}
+
+/* Takes every outbox row whose attempt is due, batch after batch (after
+ * downtime these are the oldest of the backlog). */
+static void poll_outbox_all(notify_engine *e, store *db)
+{
+    int n, total = 0;
+    do {
+        write_lock(e);
+        n = poll_outbox(e, db);
+        write_unlock(e);
+        if (n > 0) total += n;
+    } while (n == NOTIFY_POLL_BATCH && heap_size(e) < NOTIFY_HEAP_MAX);
+    if (total) log_info("reminders: took over %d outbox rows", total);
 }
 
 /* ---- leases ------------------------------------------------------------- */
@@ -643,8 +763,8 @@ static void *scanner_main(void *p)
         int done;
         if (notify_sync_dirty(db, e->o.tz, e->o.shards, 256, &done) != STORE_OK)
             log_warn("reminders: recomputing marked events failed: %s", store_errmsg(db));
-        poll_outbox(e, db);
         write_unlock(e);
+        poll_outbox_all(e, db);
         claim_all(e, db, &next_beat);
     } while (sleep_until(e, base_now_ms() + tick));
     write_lock(e);
@@ -878,86 +998,163 @@ static json_t *payload_of(store_stmt *st, const item *it, bool late, int64_t now
     return j;
 }
 
-/* Webhook and email: read what to send, push the next attempt past the
- * send's own timeout, and hand it to the channel. */
-static void deliver_async(notify_engine *e, store *db, const item *it)
+/* A webhook or email ready to go: read from the outbox inside the batch's
+ * transaction, handed to the channel after the commit. */
+typedef struct send_job {
+    item it;
+    bool webhook, late;
+    char *body, *target, *secret, *summary;
+} send_job;
+
+static void send_job_free(send_job *j)
+{
+    free(j->body);
+    free(j->target);
+    free(j->secret);
+    free(j->summary);
+}
+
+/* Inside the transaction: reads what to send and pushes the next attempt
+ * past the send's own timeout. Returns true with *j filled when there is
+ * something to send; otherwise the row's fate is recorded (missed,
+ * cancelled, failed). */
+static bool send_prepare(notify_engine *e, store *db, const item *it, send_job *j)
 {
     int64_t now = base_now_ms();
-    bool late = is_late(e, it, now);
-    bool webhook = strcmp(it->channel, "webhook") == 0;
-    if (late && e->o.late_policy == NOTIFY_LATE_SKIP) {
+    memset(j, 0, sizeof *j);
+    j->it = *it;
+    j->late = is_late(e, it, now);
+    j->webhook = strcmp(it->channel, "webhook") == 0;
+    if (j->late && e->o.late_policy == NOTIFY_LATE_SKIP) {
         set_state(db, it->id, "missed", now);
-        return;
+        return false;
     }
-    if (!e->o.channels || (webhook && !e->has_webhooks)) {
+    if (!e->o.channels || (j->webhook && !e->has_webhooks)) {
         record_failure(e, db, it->id, "channel not available");
-        return;
+        return false;
     }
-    if (!webhook && !channels_email_enabled(e->o.channels)) {
+    if (!j->webhook && !channels_email_enabled(e->o.channels)) {
         record_failure_ex(e, db, it->id, "email is not configured on this server (--smtp-url)", true);
-        return;
+        return false;
     }
     store_stmt *st = store_prepare(
-        db, webhook ? "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, w.url, w.secret FROM deliveries d "
-                      "JOIN webhooks w ON w.id = d.endpoint_id WHERE d.id = $1 AND d.state = 'pending' AND "
-                      "EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id)"
-                    : "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, u.email, '' FROM deliveries d "
-                      "JOIN users u ON u.id = d.user_id WHERE d.id = $1 AND d.state = 'pending' AND "
-                      "EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id)");
+        db, j->webhook ? "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, w.url, w.secret FROM deliveries d "
+                         "JOIN webhooks w ON w.id = d.endpoint_id WHERE d.id = $1 AND d.state = 'pending' AND "
+                         "EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id)"
+                       : "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, u.email, '' FROM deliveries d "
+                         "JOIN users u ON u.id = d.user_id WHERE d.id = $1 AND d.state = 'pending' AND "
+                         "EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id)");
     store_bind_str(st, 1, it->id);
     int rc = store_step(st);
     if (rc != STORE_ROW) {
         store_reset(st);
         /* Done already, or its reminder or endpoint is gone. */
         if (rc == STORE_DONE) set_state(db, it->id, "cancelled", now);
-        return;
+        return false;
     }
-    json_t *j = payload_of(st, it, late, now, webhook ? "webhook" : "email");
-    char *body = j ? json_dumps(j, JSON_COMPACT) : NULL;
-    char *target = strdup(store_col_text(st, 4)), *secret = strdup(store_col_text(st, 5));
-    char *summary = strdup(store_col_text(st, 2));
+    json_t *pl = payload_of(st, it, j->late, now, j->webhook ? "webhook" : "email");
+    j->body = pl ? json_dumps(pl, JSON_COMPACT) : NULL;
+    j->target = strdup(store_col_text(st, 4));
+    j->secret = strdup(store_col_text(st, 5));
+    j->summary = strdup(store_col_text(st, 2));
     store_reset(st);
-    json_decref(j);
-    send_ctx *sc = calloc(1, sizeof *sc);
-    if (!body || !target || !secret || !summary || !sc) goto out;
-    sc->e = e;
-    snprintf(sc->id, sizeof sc->id, "%s", it->id);
+    json_decref(pl);
+    if (!j->body || !j->target || !j->secret || !j->summary) {
+        send_job_free(j);
+        return false; /* stays pending: retried after the hold */
+    }
     st = store_prepare(db, "UPDATE deliveries SET next_attempt_ms = $2 WHERE id = $1 AND state = 'pending'");
     store_bind_str(st, 1, it->id);
     store_bind_int64(st, 2, now + NOTIFY_SEND_HOLD_MS);
     store_step(st);
     store_reset(st);
+    return true;
+}
+
+/* After the commit: hands the send to its channel. False when the channel
+ * would not take it (its queue is full). */
+static bool send_dispatch(notify_engine *e, send_job *j)
+{
+    send_ctx *sc = calloc(1, sizeof *sc);
+    if (!sc) return false;
+    sc->e = e;
+    snprintf(sc->id, sizeof sc->id, "%s", j->it.id);
     pthread_mutex_lock(&e->mu);
     e->in_flight++;
     pthread_mutex_unlock(&e->mu);
     int sent;
-    if (webhook) {
-        sent = channels_webhook(e->o.channels, target, secret, it->id, body, strlen(body), send_done, sc);
+    if (j->webhook) {
+        sent = channels_webhook(e->o.channels, j->target, j->secret, j->it.id, j->body, strlen(j->body), send_done,
+                                sc);
     } else {
-        char subject[300], text[1400], html[1600];
-        snprintf(subject, sizeof subject, "Reminder: %.200s%s", summary, late ? " (late)" : "");
-        snprintf(text, sizeof text, "Reminder: %.1000s\nDelivery %s\n", summary, it->id);
-        char safe[1200];
-        html_escape(summary, safe, sizeof safe);
+        char subject[300], text[1400], html[1600], safe[1200];
+        snprintf(subject, sizeof subject, "Reminder: %.200s%s", j->summary, j->late ? " (late)" : "");
+        snprintf(text, sizeof text, "Reminder: %.1000s\nDelivery %s\n", j->summary, j->it.id);
+        html_escape(j->summary, safe, sizeof safe);
         snprintf(html, sizeof html, "<p>Reminder: <b>%s</b></p>", safe);
-        sent = channels_email(e->o.channels, target, subject, text, html, it->id, send_done, sc);
+        sent = channels_email(e->o.channels, j->target, subject, text, html, j->it.id, send_done, sc);
     }
-    if (sent != 0) {
-        pthread_mutex_lock(&e->mu);
-        if (--e->in_flight == 0) pthread_cond_broadcast(&e->idle);
-        pthread_mutex_unlock(&e->mu);
-        record_failure(e, db, it->id, "channel queue full");
-        goto out;
-    }
-    sc = NULL; /* the channel's now */
-out:
+    if (sent == 0) return true; /* sc is the channel's now */
+    pthread_mutex_lock(&e->mu);
+    if (--e->in_flight == 0) pthread_cond_broadcast(&e->idle);
+    pthread_mutex_unlock(&e->mu);
     free(sc);
-    free(body);
-    free(target);
-    free(secret);
-    free(summary);
+    return false;
 }
 
+/* Webhook and email items of a batch: one transaction reads and holds them
+ * all, then each goes to its channel; the few a full channel refuses are
+ * recorded as failed attempts together. */
+static void deliver_async_batch(notify_engine *e, store *db, const item *its, size_t n)
+{
+    if (n == 0) return;
+    send_job *jobs = calloc(n, sizeof *jobs);
+    if (!jobs) return; /* left pending: retried after the hold */
+    size_t k = 0;
+    write_lock(e);
+    if (store_begin(db) == STORE_OK) {
+        for (size_t i = 0; i < n; i++)
+            if (send_prepare(e, db, &its[i], &jobs[k])) k++;
+        if (store_commit(db) != STORE_OK) {
+            log_warn("reminders: send batch failed: %s", store_errmsg(db));
+            store_rollback(db);
+            for (size_t i = 0; i < k; i++) send_job_free(&jobs[i]);
+            k = 0;
+        }
+    }
+    write_unlock(e);
+    size_t refused = 0;
+    for (size_t i = 0; i < k; i++)
+        if (!send_dispatch(e, &jobs[i])) jobs[refused++].it = jobs[i].it; /* keep the item only */
+    if (refused) {
+        write_lock(e);
+        bool tx = store_begin(db) == STORE_OK;
+        for (size_t i = 0; i < refused; i++) record_failure(e, db, jobs[i].it.id, "channel queue full");
+        if (tx && store_commit(db) != STORE_OK) store_rollback(db);
+        write_unlock(e);
+    }
+    for (size_t i = 0; i < k; i++) send_job_free(&jobs[i]);
+    free(jobs);
+}
+
+/* The channels' answers, recorded in one transaction. */
+static void apply_results(notify_engine *e, store *db, result *res)
+{
+    if (!res) return;
+    write_lock(e);
+    bool tx = store_begin(db) == STORE_OK;
+    for (result *r = res; r; r = r->next) apply_result(e, db, r);
+    if (tx && store_commit(db) != STORE_OK) {
+        log_warn("reminders: cannot record delivery results: %s", store_errmsg(db));
+        store_rollback(db); /* rows stay pending: retried after their hold */
+    }
+    write_unlock(e);
+    while (res) {
+        result *next = res->next;
+        free(res);
+        res = next;
+    }
+}
 
 static void *worker_main(void *p)
 {
@@ -983,24 +1180,18 @@ static void *worker_main(void *p)
             continue;
         }
         pthread_mutex_unlock(&e->mu);
-        while (res) {
-            result *next = res->next;
-            write_lock(e);
-            apply_result(e, db, res);
-            write_unlock(e);
-            free(res);
-            res = next;
-        }
-        /* In-app ones first, together; they are the bulk. */
+        apply_results(e, db, res);
+        /* In-app ones at the front, the channels' behind; each kind goes
+         * as one batch. */
         size_t k = 0;
         for (size_t i = 0; i < n; i++)
-            if (strcmp(batch[i].channel, "inapp") == 0) batch[k++] = batch[i];
-            else {
-                write_lock(e);
-                deliver_async(e, db, &batch[i]);
-                write_unlock(e);
+            if (strcmp(batch[i].channel, "inapp") == 0) {
+                item t = batch[k];
+                batch[k++] = batch[i];
+                batch[i] = t;
             }
         deliver_inapp_batch(e, db, batch, k);
+        deliver_async_batch(e, db, batch + k, n - k);
         pthread_mutex_lock(&e->mu);
     }
     pthread_mutex_unlock(&e->mu);
@@ -1028,8 +1219,10 @@ notify_engine *notify_engine_new(const notify_opts *o)
     e->per_group = (e->o.shards + e->o.groups - 1) / e->o.groups;
     snprintf(e->owner, sizeof e->owner, "%s", o->node_id);
     e->groups = calloc((size_t)e->o.groups, sizeof *e->groups);
+    e->pass = calloc((size_t)e->o.shards, sizeof *e->pass);
     e->workers = calloc((size_t)e->o.workers, sizeof *e->workers);
-    if (!e->groups || !e->workers) {
+    if (!e->groups || !e->pass || !e->workers) {
+        free(e->pass);
         free(e->groups);
         free(e->workers);
         free(e);
@@ -1127,6 +1320,7 @@ void notify_engine_free(notify_engine *e)
     pthread_cond_destroy(&e->idle);
     free(e->heap);
     free(e->groups);
+    free(e->pass);
     free(e->workers);
     free(e);
 }

@@ -279,6 +279,12 @@ class TestRestarts(unittest.TestCase):
         self.assertFalse(items[0]["late"])  # within the grace
         time.sleep(1)
         self.assertEqual(len(self.inbox(token)), 1)
+        # Due when claimed: delivered by the claim itself, one attempt, and
+        # the outbox row says so with the inbox row's id and fire time.
+        rows = sql(self.db, "SELECT d.state, d.attempts, d.fired_ms, n.fired_ms FROM deliveries d "
+                            "JOIN notifications n ON n.delivery_id = d.id")
+        self.assertEqual([(str(r[0]), int(r[1])) for r in rows], [("done", 1)])
+        self.assertEqual(int(rows[0][2]), int(rows[0][3]))
 
     def test_killed_after_claim_redelivers_once(self):
         s, token = self.setup_user()
