@@ -2,8 +2,10 @@
 # bench/reminders: 1,000,000 in-app reminders due within one minute, fired by
 # chime on one node with SQLite; with --pg URI, on --nodes N nodes sharing
 # PostgreSQL; --kill-at S SIGKILLs node 0 S seconds in and restarts it after
-# --downtime. Prints fired/s and lateness (median, p99, max). Options go to
-# bench.py (--reminders, --seconds, --workers, --window, --only chime|bullmq).
+# --downtime. --method webhook delivers to a local webhook receiver
+# (receiver.js) instead of the in-app inbox. Prints fired/s and lateness
+# (median, p99, max). Options go to bench.py (--reminders, --seconds,
+# --workers, --window, --only chime|bullmq, --method push|webhook).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 make -s build/chime

@@ -662,15 +662,17 @@ static bool sleep_until(notify_engine *e, int64_t wake_ms)
     return !stop;
 }
 
-/* SQLite settings of the engine's connection.
- *  - A page cache that holds the hot ends of the big tables' indexes
- *    rather than the 2 MB default, and the file mapped rather than copied.
- *  - synchronous=NORMAL: its commits are not fsynced one by one (the
- *    checkpointer's fsync makes them durable). Every effect of the engine
+/* Settings of the engine's connections.
+ *  - SQLite: a page cache that holds the hot ends of the big tables'
+ *    indexes rather than the 2 MB default, and the file mapped rather than
+ *    copied.
+ *  - SQLite synchronous=NORMAL, PostgreSQL synchronous_commit=off: the
+ *    engine's commits do not each wait for a flush (SQLite's checkpointer
+ *    and PostgreSQL's WAL writer make them durable soon after). Every effect of the engine
  *    can be redone from the reminder rows: should power fail, the last
  *    claims and deliveries roll back and are claimed and delivered again
  *    under the same delivery ids -- at least once, as promised. The API's
- *    connections keep synchronous=FULL: a user's write is durable when
+ *    connections keep the durable defaults: a user's write is durable when
  *    answered. */
 static store *engine_db_open(notify_engine *e, const char *who)
 {
@@ -680,6 +682,8 @@ static store *engine_db_open(notify_engine *e, const char *who)
         log_error("reminders: %s cannot open the database: %s", who, err);
         return NULL;
     }
+    if (store_backend_of(db) == STORE_PG && store_exec(db, "SET synchronous_commit = off") != STORE_OK)
+        log_warn("reminders: %s: cannot set up the connection: %s", who, store_errmsg(db));
     if (store_backend_of(db) == STORE_SQLITE &&
         (store_exec(db, "PRAGMA cache_size = -131072") != STORE_OK ||
          store_exec(db, "PRAGMA synchronous = NORMAL") != STORE_OK ||
