@@ -224,6 +224,47 @@ static void test_hold_tenure(void **state)
     lease_hold_destroy(&h);
 }
 
+/* Several leases fenced inside one transaction: a lease found lost is left
+ * out (its tenure ends) while the transaction carries on with the rest. */
+static void test_fence_in_shares_a_transaction(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s;
+    lease_hold a, b;
+    lease_hold_init(&a, "a", "n1");
+    lease_hold_init(&b, "b", "n1");
+    uint64_t ta = 0, tb = 0;
+    int64_t ea = 0, eb = 0;
+    assert_int_equal(lease_hold_acquire(s, &a, 60000, &ta), LEASE_OK);
+    assert_int_equal(lease_hold_acquire(s, &b, 60000, &tb), LEASE_OK);
+    store *other = testdb_open(db);
+    assert_int_equal(store_exec(other, "UPDATE leases SET owner = 'n3', epoch = epoch + 1 WHERE name = 'b'"),
+                     STORE_OK);
+
+    assert_int_equal(store_begin(s), STORE_OK);
+    assert_int_equal(lease_hold_fence_in(s, &a, ta, &ea), LEASE_OK);
+    assert_true(ea > 0);
+    assert_int_equal(lease_hold_fence_in(s, &b, tb, &eb), LEASE_LOST);
+    assert_false(lease_hold_valid(&b, tb)); /* b's mutex is free again, its tenure over */
+    assert_int_equal(store_exec(s, "INSERT INTO reminder_dirty (event_id, gen, marked_ms) VALUES (7, 1, 1)"),
+                     STORE_OK);
+    assert_int_equal(store_commit(s), STORE_OK);
+    lease_hold_unfence(&a);
+    assert_true(lease_hold_valid(&a, ta));
+    int64_t n = 0;
+    assert_int_equal(store_query_int64(other, "SELECT count(*) FROM reminder_dirty WHERE event_id = 7", &n),
+                     STORE_ROW);
+    assert_int_equal(n, 1);
+
+    /* a tenure already over is refused before the database is asked */
+    assert_int_equal(store_begin(s), STORE_OK);
+    assert_int_equal(lease_hold_fence_in(s, &b, tb, &eb), LEASE_LOST);
+    assert_int_equal(store_rollback(s), STORE_OK);
+    store_close(other);
+    lease_hold_destroy(&a);
+    lease_hold_destroy(&b);
+}
+
 /* Renewing many holds in one statement: each at its own epoch; one taken
  * over meanwhile is lost, the rest renewed; odd names survive the JSON. */
 static void test_renew_many(void **state)
@@ -330,6 +371,7 @@ int main(void)
         TESTDB_TEST(test_fence),
         TESTDB_TEST(test_fence_blocks_takeover),
         TESTDB_TEST(test_hold_tenure),
+        TESTDB_TEST(test_fence_in_shares_a_transaction),
         TESTDB_TEST(test_renew_many),
         TESTDB_TEST(test_one_winner),
     };

@@ -336,6 +336,49 @@ static void test_pg_reconnect(void **state)
     assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 2);
 }
 
+/* Migration 6 reshapes the outbox: a database holding rows in the old
+ * shape keeps every row, and gets the new indexes (a partial queue index;
+ * on SQLite a table clustered on the id). */
+static void test_migrate_reshapes_outbox(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s;
+    bool pg = db->backend == STORE_PG;
+    assert_int_equal(store_migrate(s), STORE_OK);
+    EXEC_OK(s, "DROP TABLE deliveries");
+    EXEC_OK(s, "CREATE TABLE deliveries (id TEXT PRIMARY KEY, reminder_id BIGINT NOT NULL, event_id BIGINT NOT NULL,"
+               " user_id BIGINT NOT NULL, channel TEXT NOT NULL, endpoint_id BIGINT NOT NULL DEFAULT 0,"
+               " summary TEXT NOT NULL, occurrence_ms BIGINT NOT NULL, due_ms BIGINT NOT NULL, fired_ms BIGINT,"
+               " late INTEGER NOT NULL DEFAULT 0, state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,"
+               " next_attempt_ms BIGINT NOT NULL, last_error TEXT, created_ms BIGINT NOT NULL,"
+               " updated_ms BIGINT NOT NULL)");
+    EXEC_OK(s, "CREATE INDEX deliveries_queue ON deliveries(state, next_attempt_ms)");
+    EXEC_OK(s, "INSERT INTO deliveries (id, reminder_id, event_id, user_id, channel, summary, occurrence_ms, due_ms,"
+               " state, attempts, next_attempt_ms, last_error, created_ms, updated_ms) VALUES"
+               " ('d1', 1, 2, 3, 'webhook', 'standup', 10, 11, 'dead', 8, 12, 'status 500', 13, 14),"
+               " ('d2', 1, 2, 3, 'inapp', 'standup', 20, 21, 'pending', 0, 22, NULL, 23, 24)");
+    EXEC_OK(s, "DELETE FROM schema_migrations WHERE version = 6");
+    assert_int_equal(store_migrate(s), STORE_OK);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM deliveries WHERE id = 'd1' AND state = 'dead' AND "
+                                  "attempts = 8 AND last_error = 'status 500' AND updated_ms = 14"), 1);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM deliveries WHERE id = 'd2' AND state = 'pending' AND "
+                                  "next_attempt_ms = 22 AND last_error IS NULL"), 1);
+    if (pg) {
+        assert_int_equal(query_int(s, "SELECT count(*) FROM pg_indexes WHERE indexname = 'deliveries_queue' "
+                                      "AND indexdef LIKE '%WHERE%pending%'"), 1);
+        assert_int_equal(query_int(s, "SELECT count(*) FROM pg_indexes WHERE indexname = 'deliveries_ended'"), 1);
+    } else {
+        assert_int_equal(query_int(s, "SELECT count(*) FROM sqlite_master WHERE name = 'deliveries' AND "
+                                      "sql LIKE '%WITHOUT ROWID'"), 1);
+        assert_int_equal(query_int(s, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name IN "
+                                      "('deliveries_queue', 'deliveries_ended') AND sql LIKE '%WHERE state%'"), 2);
+    }
+    /* the id stays unique */
+    assert_true(store_exec(s, "INSERT INTO deliveries (id, reminder_id, event_id, user_id, channel, summary, "
+                              "occurrence_ms, due_ms, state, next_attempt_ms, created_ms, updated_ms) VALUES "
+                              "('d1', 1, 2, 3, 'inapp', 'x', 1, 1, 'pending', 1, 1, 1)") < 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -347,6 +390,7 @@ int main(void)
         TESTDB_TEST_RAW(test_concurrent_migrate),
         TESTDB_TEST_RAW(test_migrate_refuses_newer),
         TESTDB_TEST_RAW(test_migrate_fills_gap),
+        TESTDB_TEST_RAW(test_migrate_reshapes_outbox),
         TESTDB_TEST_PG_RAW(test_pg_reconnect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
