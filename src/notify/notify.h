@@ -8,12 +8,12 @@
  *     the writer's own transaction); the request then recomputes the rows
  *     (notify_sync_dirty) and the scanner drains any mark left behind, so a
  *     crash between the two loses nothing.
- *  2. Claims (notify_scan.c). Rows are split into shards by the
+ *  2. Claims (notify_engine.c, the scanner). Rows are split into shards by the
  *     organizer's user id; shards into lease groups; each node holds some
  *     groups' leases and scans only their shards. A claim -- the delivery
  *     rows (outbox) plus the advance of next fire time to the following
  *     instance -- is one transaction fenced by the group lease's epoch.
- *  3. Delivery (notify_deliver.c). Claimed rows wait in an in-memory timer
+ *  3. Delivery (notify_engine.c, the workers). Claimed rows wait in an in-memory timer
  *     heap and are delivered at their due time by worker threads; rows a
  *     node claimed but never finished (crash, failure) are re-claimed from
  *     the outbox once their next_attempt_ms passes. Retries back off
@@ -50,6 +50,11 @@ void notify_delivery_id(int64_t event_id, int64_t user_id, const char *method, i
  * start; false when the series has no such instance (finished). */
 bool notify_next_fire(cal_series *s, const cal_override *ovs, size_t novs, int minutes_before, int64_t floor_ms,
                       int64_t *fire_ms, int64_t *original_ms, int64_t *start_ms);
+
+/* Binds a row's next fire, its instance's original start and its start to
+ * parameters at, at+1, at+2 -- or three NULLs when it has none (has false:
+ * the series is finished). */
+void notify_bind_next(store_stmt *st, int at, bool has, int64_t fire_ms, int64_t original_ms, int64_t start_ms);
 
 /* Recomputes one event's reminder rows in one transaction and clears its
  * dirty mark (if nobody marked it again meanwhile). A deleted or cancelled

@@ -1,12 +1,14 @@
 /* notify_engine.c -- one node's scanner and delivery workers.
  *
- * The scanner thread (its own connection) renews and rebalances the group
- * leases, drains dirty marks, re-claims outbox rows whose next attempt is
- * due, and claims what is due within the window in the shards of the
- * groups it holds. Claimed deliveries go into a timer heap; worker threads
- * (each with its own connection) pop them at their exact due time, write
- * in-app ones to the inbox in batches and hand webhook and email ones to
- * the channels, whose answers come back through a result list.
+ * The scanner thread renews and rebalances the group leases, drains dirty
+ * marks, re-claims outbox rows whose next attempt is due, and claims what
+ * is due within the window in the shards of the groups it holds (in-app
+ * ones already due are delivered by the claim itself). Claimed deliveries
+ * go into a timer heap; worker threads pop them at their exact due time,
+ * write in-app ones to the inbox in batches and hand webhook and email
+ * ones to the channels, whose answers come back through a result list.
+ * On PostgreSQL each thread has its own connection; on SQLite they share
+ * one under write_mu, and a checkpointer thread keeps the WAL short.
  *
  * A claimed delivery row carries next_attempt_ms = due + NOTIFY_HOLD_MS:
  * if this node dies holding it, any node's outbox poll takes it over then.
@@ -36,11 +38,15 @@
 #define NOTIFY_HEAP_MAX 400000   /* claims held in memory; beyond, the scanner waits */
 
 typedef struct item {
-    int64_t fire_at;  /* when to deliver (heap key) */
-    int64_t due_ms;
+    int64_t due_ms;   /* when to deliver (the heap's key); a backlog goes oldest first */
     char id[NOTIFY_ID_LEN + 1];
     char channel[8];
 } item;
+
+typedef struct item_buf {
+    item *v;
+    size_t n, cap;
+} item_buf;
 
 typedef struct result {
     struct result *next;
@@ -96,8 +102,7 @@ struct notify_engine {
     pthread_cond_t cv;  /* workers: heap or results changed, or stopping */
     pthread_cond_t idle;/* free: no send in flight */
     bool stopping;
-    item *heap;
-    size_t nheap, capheap;
+    item_buf heap;      /* a binary min-heap on due_ms */
     result *results;
     int in_flight;      /* channel sends whose done has not come */
     int groups_held;
@@ -115,6 +120,20 @@ static void write_unlock(notify_engine *e)
 
 /* ---- the timer heap (mu held) ------------------------------------------- */
 
+/* Appends to a growing array of items (the heap's storage, and batches). */
+static bool buf_add(item_buf *b, const item *it)
+{
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 256;
+        item *grown = realloc(b->v, cap * sizeof *grown);
+        if (!grown) return false;
+        b->v = grown;
+        b->cap = cap;
+    }
+    b->v[b->n++] = *it;
+    return true;
+}
+
 static void heap_swap(item *h, size_t a, size_t b)
 {
     item t = h[a];
@@ -124,17 +143,10 @@ static void heap_swap(item *h, size_t a, size_t b)
 
 static bool heap_push(notify_engine *e, const item *it)
 {
-    if (e->nheap == e->capheap) {
-        size_t cap = e->capheap ? e->capheap * 2 : 1024;
-        item *grown = realloc(e->heap, cap * sizeof *grown);
-        if (!grown) return false;
-        e->heap = grown;
-        e->capheap = cap;
-    }
-    size_t i = e->nheap++;
-    e->heap[i] = *it;
-    while (i > 0 && e->heap[(i - 1) / 2].fire_at > e->heap[i].fire_at) {
-        heap_swap(e->heap, i, (i - 1) / 2);
+    if (!buf_add(&e->heap, it)) return false;
+    size_t i = e->heap.n - 1;
+    while (i > 0 && e->heap.v[(i - 1) / 2].due_ms > e->heap.v[i].due_ms) {
+        heap_swap(e->heap.v, i, (i - 1) / 2);
         i = (i - 1) / 2;
     }
     return true;
@@ -142,15 +154,15 @@ static bool heap_push(notify_engine *e, const item *it)
 
 static item heap_pop(notify_engine *e)
 {
-    item top = e->heap[0];
-    e->heap[0] = e->heap[--e->nheap];
+    item top = e->heap.v[0];
+    e->heap.v[0] = e->heap.v[--e->heap.n];
     size_t i = 0;
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < e->nheap && e->heap[l].fire_at < e->heap[m].fire_at) m = l;
-        if (r < e->nheap && e->heap[r].fire_at < e->heap[m].fire_at) m = r;
+        if (l < e->heap.n && e->heap.v[l].due_ms < e->heap.v[m].due_ms) m = l;
+        if (r < e->heap.n && e->heap.v[r].due_ms < e->heap.v[m].due_ms) m = r;
         if (m == i) break;
-        heap_swap(e->heap, i, m);
+        heap_swap(e->heap.v, i, m);
         i = m;
     }
     return top;
@@ -175,24 +187,6 @@ typedef struct due_row {
     char method[8];
     char *summary;
 } due_row;
-
-typedef struct item_buf {
-    item *v;
-    size_t n, cap;
-} item_buf;
-
-static bool buf_add(item_buf *b, const item *it)
-{
-    if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        item *grown = realloc(b->v, cap * sizeof *grown);
-        if (!grown) return false;
-        b->v = grown;
-        b->cap = cap;
-    }
-    b->v[b->n++] = *it;
-    return true;
-}
 
 /* The reminder's following fire time after `fired` (the periodic case). */
 static int advance_of(notify_engine *e, store *db, const due_row *r, bool *has, int64_t *fire, int64_t *orig,
@@ -305,15 +299,7 @@ static int claim_row(notify_engine *e, store *db, const due_row *r, int64_t now,
     store_bind_int64(st, 1, r->id);
     store_bind_int64(st, 2, r->next_fire);
     store_bind_int64(st, 3, r->next_fire);
-    if (has) {
-        store_bind_int64(st, 4, fire);
-        store_bind_int64(st, 5, orig);
-        store_bind_int64(st, 6, start);
-    } else {
-        store_bind_null(st, 4);
-        store_bind_null(st, 5);
-        store_bind_null(st, 6);
-    }
+    notify_bind_next(st, 4, has, fire, orig, start);
     rc = store_step(st);
     int64_t changed = store_changes(st);
     store_reset(st);
@@ -337,7 +323,7 @@ static int claim_row(notify_engine *e, store *db, const due_row *r, int64_t now,
                       : r->next_fire <= now && strcmp(channel, "inapp") == 0 ? FATE_DONE
                                                                              : FATE_PENDING;
     for (int i = 0; i < nend; i++) {
-        item it = {.fire_at = r->next_fire, .due_ms = r->next_fire};
+        item it = {.due_ms = r->next_fire};
         bool inserted;
         rc = delivery_insert(db, r, channel, endpoints[i], fate, late && fate != FATE_PENDING, now, it.id,
                              &inserted);
@@ -451,7 +437,7 @@ static int claim_tx(notify_engine *e, store *db, int *gi, int quota, item_buf *o
 static size_t heap_size(notify_engine *e)
 {
     pthread_mutex_lock(&e->mu);
-    size_t n = e->nheap;
+    size_t n = e->heap.n;
     pthread_mutex_unlock(&e->mu);
     return n;
 }
@@ -483,7 +469,7 @@ static void scanner_yield(notify_engine *e)
     pthread_mutex_lock(&e->mu);
     for (;;) {
         int64_t now = base_now_ms();
-        if (e->stopping || now >= give_up || e->nheap == 0 || e->heap[0].fire_at > now - NOTIFY_BEHIND_MS) break;
+        if (e->stopping || now >= give_up || e->heap.n == 0 || e->heap.v[0].due_ms > now - NOTIFY_BEHIND_MS) break;
         int64_t wake = now + 2;
         struct timespec ts = {.tv_sec = wake / 1000, .tv_nsec = (wake % 1000) * 1000000};
         pthread_cond_timedwait(&e->cv, &e->mu, &ts);
@@ -553,8 +539,7 @@ static int poll_outbox(notify_engine *e, store *db)
     item_buf buf = {0};
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
-        /* Keyed by its due time: a backlog goes out oldest first. */
-        item it = {.fire_at = store_col_int64(st, 2), .due_ms = store_col_int64(st, 2)};
+        item it = {.due_ms = store_col_int64(st, 2)};
         snprintf(it.id, sizeof it.id, "%s", store_col_text(st, 0));
         snprintf(it.channel, sizeof it.channel, "%s", store_col_text(st, 1));
         if (!buf_add(&buf, &it)) break;
@@ -729,8 +714,11 @@ static void *checkpointer_main(void *p)
         return NULL;
     }
     int64_t log = 0, done = 0;
-    while (sleep_until(e, base_now_ms() + NOTIFY_CKPT_TICK_MS)) {
-        /* A PASSIVE checkpoint of an empty WAL is cheap: it reports the size. */
+    /* Each round copies what the WAL holds (and fsyncs the database file
+     * if there was anything): often while the engine is busy, once a
+     * second while the WAL stays small, so an idle server does not fsync
+     * ten times a second. */
+    while (sleep_until(e, base_now_ms() + (log >= NOTIFY_CKPT_FRAMES / 8 ? NOTIFY_CKPT_TICK_MS : 1000))) {
         if (checkpoint_passive(db, &log, &done) != STORE_OK || log < NOTIFY_CKPT_FRAMES) continue;
         write_lock(e);
         /* (A reader's older snapshot may still hold some frames back: the
@@ -819,13 +807,25 @@ static int batch_exec(store *db, const char *sql, const char *ids, int64_t now, 
     return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
 }
 
-#define IDS_SQLITE "(SELECT value FROM json_each($1))"
-#define IDS_PG "(SELECT json_array_elements_text(CAST($1 AS json)))"
+/* The batch's pending rows: $1 is the ids as a JSON array. (SQLite:
+ * "+state" keeps the planner on the id index; without statistics it would
+ * rather walk every pending row through deliveries_queue.) */
+#define BATCH_SQLITE "id IN (SELECT value FROM json_each($1)) AND +state = 'pending'"
+#define BATCH_PG "id IN (SELECT json_array_elements_text(CAST($1 AS json))) AND state = 'pending'"
 #define LATE_SQL "CASE WHEN $2 - due_ms > $3 THEN 1 ELSE 0 END"
 #define REMINDER_LIVE "EXISTS (SELECT 1 FROM reminders r WHERE r.id = deliveries.reminder_id)"
+/* The three statements, over either backend's BATCH; $2 now, $3 grace. */
+#define INAPP_MISSED(BATCH)                                                                                \
+    "UPDATE deliveries SET state = 'missed', late = 1, updated_ms = $2 WHERE " BATCH " AND $2 - due_ms > $3"
+#define INAPP_INBOX(BATCH)                                                                                 \
+    "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, due_ms, "      \
+    "fired_ms, late, method, read, created_ms) SELECT user_id, id, event_id, summary, occurrence_ms, "     \
+    "due_ms, $2, " LATE_SQL ", 'push', 0, $2 FROM deliveries WHERE " BATCH " AND " REMINDER_LIVE            \
+    " ORDER BY due_ms ON CONFLICT (delivery_id) DO NOTHING"
+#define INAPP_FINISH(BATCH)                                                                                \
+    "UPDATE deliveries SET state = CASE WHEN " REMINDER_LIVE " THEN 'done' ELSE 'cancelled' END, "         \
+    "fired_ms = $2, late = " LATE_SQL ", attempts = attempts + 1, updated_ms = $2 WHERE " BATCH
 
-/* (SQLite: "+state" keeps the planner on the id index; without statistics
- * it would rather walk every pending row through deliveries_queue.) */
 /* In-app, a whole batch in three set statements: under the skip policy
  * late ones become missed; the rest get their inbox row (unless their
  * reminder is gone: event deleted, attendee declined) and leave the
@@ -836,32 +836,12 @@ static int deliver_inapp_sql(notify_engine *e, store *db, const char *ids, int64
     bool pg = store_backend_of(db) == STORE_PG;
     int rc;
     if (e->o.late_policy == NOTIFY_LATE_SKIP &&
-        (rc = batch_exec(db, pg ? "UPDATE deliveries SET state = 'missed', late = 1, updated_ms = $2 WHERE id IN "
-                                  IDS_PG " AND state = 'pending' AND $2 - due_ms > $3"
-                                : "UPDATE deliveries SET state = 'missed', late = 1, updated_ms = $2 WHERE id IN "
-                                  IDS_SQLITE " AND +state = 'pending' AND $2 - due_ms > $3",
-                         ids, now, e->o.grace_ms)) != STORE_OK)
+        (rc = batch_exec(db, pg ? INAPP_MISSED(BATCH_PG) : INAPP_MISSED(BATCH_SQLITE), ids, now, e->o.grace_ms)) !=
+            STORE_OK)
         return rc;
-    rc = batch_exec(db,
-                    pg ? "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, "
-                         "due_ms, fired_ms, late, method, read, created_ms) SELECT user_id, id, event_id, summary, "
-                         "occurrence_ms, due_ms, $2, " LATE_SQL ", 'push', 0, $2 FROM deliveries WHERE id IN " IDS_PG
-                         " AND state = 'pending' AND " REMINDER_LIVE " ORDER BY due_ms ON CONFLICT (delivery_id) DO NOTHING"
-                       : "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, "
-                         "due_ms, fired_ms, late, method, read, created_ms) SELECT user_id, id, event_id, summary, "
-                         "occurrence_ms, due_ms, $2, " LATE_SQL ", 'push', 0, $2 FROM deliveries WHERE id IN "
-                         IDS_SQLITE " AND +state = 'pending' AND " REMINDER_LIVE
-                         " ORDER BY due_ms ON CONFLICT (delivery_id) DO NOTHING",
-                    ids, now, e->o.grace_ms);
+    rc = batch_exec(db, pg ? INAPP_INBOX(BATCH_PG) : INAPP_INBOX(BATCH_SQLITE), ids, now, e->o.grace_ms);
     if (rc != STORE_OK) return rc;
-    return batch_exec(db,
-                      pg ? "UPDATE deliveries SET state = CASE WHEN " REMINDER_LIVE " THEN 'done' ELSE 'cancelled' "
-                           "END, fired_ms = $2, late = " LATE_SQL ", attempts = attempts + 1, updated_ms = $2 WHERE "
-                           "id IN " IDS_PG " AND state = 'pending'"
-                         : "UPDATE deliveries SET state = CASE WHEN " REMINDER_LIVE " THEN 'done' ELSE 'cancelled' "
-                           "END, fired_ms = $2, late = " LATE_SQL ", attempts = attempts + 1, updated_ms = $2 WHERE "
-                           "id IN " IDS_SQLITE " AND +state = 'pending'",
-                      ids, now, e->o.grace_ms);
+    return batch_exec(db, pg ? INAPP_FINISH(BATCH_PG) : INAPP_FINISH(BATCH_SQLITE), ids, now, e->o.grace_ms);
 }
 
 static void deliver_inapp_batch(notify_engine *e, store *db, const item *its, size_t n)
@@ -1176,9 +1156,9 @@ static void *worker_main(void *p)
         e->results = NULL;
         size_t n = 0;
         int64_t now = base_now_ms();
-        while (n < NOTIFY_DELIVER_BATCH && e->nheap > 0 && e->heap[0].fire_at <= now) batch[n++] = heap_pop(e);
+        while (n < NOTIFY_DELIVER_BATCH && e->heap.n > 0 && e->heap.v[0].due_ms <= now) batch[n++] = heap_pop(e);
         if (!res && n == 0) {
-            int64_t wake = e->nheap > 0 ? e->heap[0].fire_at : now + 1000;
+            int64_t wake = e->heap.n > 0 ? e->heap.v[0].due_ms : now + 1000;
             struct timespec ts = {.tv_sec = wake / 1000, .tv_nsec = (wake % 1000) * 1000000};
             pthread_cond_timedwait(&e->cv, &e->mu, &ts);
             continue;
@@ -1322,7 +1302,7 @@ void notify_engine_free(notify_engine *e)
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     pthread_cond_destroy(&e->idle);
-    free(e->heap);
+    free(e->heap.v);
     free(e->groups);
     free(e->pass);
     free(e->workers);

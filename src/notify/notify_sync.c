@@ -103,6 +103,19 @@ typedef struct sync_ctx {
     bool single;
 } sync_ctx;
 
+void notify_bind_next(store_stmt *st, int at, bool has, int64_t fire_ms, int64_t original_ms, int64_t start_ms)
+{
+    if (has) {
+        store_bind_int64(st, at, fire_ms);
+        store_bind_int64(st, at + 1, original_ms);
+        store_bind_int64(st, at + 2, start_ms);
+    } else {
+        store_bind_null(st, at);
+        store_bind_null(st, at + 1);
+        store_bind_null(st, at + 2);
+    }
+}
+
 /* Writes next fire for a row given its floor (insert when id is 0). */
 static int row_write(sync_ctx *c, int64_t id, const want *w, int64_t floor_ms, int64_t event_id)
 {
@@ -124,15 +137,7 @@ static int row_write(sync_ctx *c, int64_t id, const want *w, int64_t floor_ms, i
         store_bind_int64(st, 11, w->minutes);
     }
     store_bind_int64(st, 2, floor_ms);
-    if (has) {
-        store_bind_int64(st, 3, fire);
-        store_bind_int64(st, 4, orig);
-        store_bind_int64(st, 5, start);
-    } else {
-        store_bind_null(st, 3);
-        store_bind_null(st, 4);
-        store_bind_null(st, 5);
-    }
+    notify_bind_next(st, 3, has, fire, orig, start);
     store_bind_int64(st, 6, c->shard);
     store_bind_int64(st, 7, c->single);
     int rc = store_step(st);

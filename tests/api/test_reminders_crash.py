@@ -65,8 +65,10 @@ class CrashTest(unittest.TestCase):
         done = wait_for(lambda: one(self.db, "SELECT count(*) FROM notifications") >= total, timeout=timeout,
                         step=0.5)
         counts = sql(self.db, "SELECT state, count(*) FROM deliveries GROUP BY state")
-        self.assertTrue(done, "delivered %d of %d; deliveries by state: %s" % (
-            one(self.db, "SELECT count(*) FROM notifications"), total, counts))
+        self.assertTrue(done, "delivered %d of %d; deliveries by state: %s; leases: %s\n%s" % (
+            one(self.db, "SELECT count(*) FROM notifications"), total, counts,
+            sql(self.db, "SELECT owner, count(*) FROM leases GROUP BY owner"),
+            "\n".join("--- server %d log:\n%s" % (i, s.log()[-2500:]) for i, s in enumerate(self.servers))))
         self.assertEqual(one(self.db, "SELECT count(*) FROM notifications"), total)
         self.assertEqual(one(self.db, "SELECT count(DISTINCT delivery_id) FROM notifications"), total)
         self.assertEqual(one(self.db, "SELECT count(*) FROM deliveries"), total)
