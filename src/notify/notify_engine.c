@@ -220,119 +220,240 @@ static int advance_of(notify_engine *e, store *db, const due_row *r, bool *has, 
  * delivers it on the spot (done). */
 typedef enum claim_fate { FATE_PENDING, FATE_MISSED, FATE_DONE } claim_fate;
 
-/* Inserts one delivery row; *inserted is false when it already existed. */
-static int delivery_insert(store *db, const due_row *r, const char *channel, int64_t endpoint, claim_fate fate,
-                           bool late, int64_t now, char id[NOTIFY_ID_LEN + 1], bool *inserted)
+/* A list parameter ($1): a JSON array, the one list both backends can take
+ * apart. LIST's elements are arrays read by position (AT); LIST_TEXT's are
+ * scalars read as j.value. */
+#define LIST_SQLITE "json_each($1) j"
+#define LIST_PG "json_array_elements(CAST($1 AS json)) j"
+#define LIST_TEXT_PG "json_array_elements_text(CAST($1 AS json)) j"
+#define AT(i) "CAST(j.value ->> " #i " AS BIGINT)"
+#define AT_TEXT(i) "(j.value ->> " #i ")"
+
+/* Advances the claimed reminders: [id, fire, next, occurrence, start] per
+ * row; the compare on next_fire_ms leaves a row recomputed meanwhile to
+ * the next scan. Returns the ids that moved. */
+#define CLAIM_ADVANCE(LIST)                                                                                \
+    "UPDATE reminders SET floor_ms = v.fire, next_fire_ms = v.next, occurrence_ms = v.occ, "               \
+    "start_ms = v.start FROM (SELECT " AT(0) " AS id, " AT(1) " AS fire, " AT(2) " AS next, " AT(3)        \
+    " AS occ, " AT(4) " AS start FROM " LIST ") v "                                                        \
+    "WHERE reminders.id = v.id AND reminders.next_fire_ms = v.fire RETURNING reminders.id"
+#define CLAIM_ENDPOINTS(LIST_TEXT)                                                                         \
+    "SELECT user_id, id FROM webhooks WHERE user_id IN (SELECT CAST(j.value AS BIGINT) FROM " LIST_TEXT    \
+    ") ORDER BY user_id, id"
+/* The delivery rows, one array each (see claim_deliveries); $2 is now.
+ * RETURNING names the rows actually inserted. */
+#define CLAIM_DELIVERIES(LIST)                                                                             \
+    "INSERT INTO deliveries (id, reminder_id, event_id, user_id, channel, endpoint_id, summary, "          \
+    "occurrence_ms, due_ms, late, state, attempts, next_attempt_ms, fired_ms, created_ms, updated_ms) "     \
+    "SELECT " AT_TEXT(0) ", " AT(1) ", " AT(2) ", " AT(3) ", " AT_TEXT(4) ", " AT(5) ", " AT_TEXT(6) ", "   \
+    AT(7) ", " AT(8) ", " AT(9) ", " AT_TEXT(10) ", " AT(11) ", " AT(12) ", " AT(13)                       \
+    ", CAST($2 AS BIGINT), CAST($2 AS BIGINT) FROM " LIST " WHERE true "                                   \
+    "ON CONFLICT (id) DO NOTHING RETURNING id, channel, due_ms, state"
+/* The inbox rows of in-app deliveries the claim made done. */
+#define CLAIM_INBOX(LIST_TEXT)                                                                             \
+    "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, due_ms, "      \
+    "fired_ms, late, method, read, created_ms) SELECT user_id, id, event_id, summary, occurrence_ms, "     \
+    "due_ms, fired_ms, late, 'push', 0, fired_ms FROM deliveries WHERE id IN (SELECT j.value FROM "        \
+    LIST_TEXT ") ORDER BY due_ms ON CONFLICT (delivery_id) DO NOTHING"
+
+#define BACKEND_SQL(db, MACRO, SQLITE_ARG, PG_ARG)                                                         \
+    (store_backend_of(db) == STORE_PG ? MACRO(PG_ARG) : MACRO(SQLITE_ARG))
+
+/* Runs a statement whose $1 is a JSON list (and $2, when given, now),
+ * calling row() for each row it returns. */
+typedef int (*row_fn)(void *ctx, store_stmt *st);
+static int list_exec(store *db, const char *sql, json_t *list, const int64_t *now, row_fn row, void *ctx)
+{
+    char *text = json_dumps(list, JSON_COMPACT);
+    if (!text) return STORE_ERROR;
+    store_stmt *st = store_prepare(db, sql);
+    store_bind_str(st, 1, text);
+    if (now) store_bind_int64(st, 2, *now);
+    int rc;
+    while ((rc = store_step(st)) == STORE_ROW)
+        if (row && row(ctx, st) != STORE_OK) {
+            rc = STORE_ERROR;
+            break;
+        }
+    store_reset(st);
+    free(text);
+    return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A growing list of int64s (or of pairs, two at a time). */
+typedef struct i64_buf {
+    int64_t *v;
+    size_t n, cap;
+} i64_buf;
+
+static int i64_add(i64_buf *b, int64_t x)
+{
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? 2 * b->cap : 64;
+        int64_t *v = realloc(b->v, cap * sizeof *v);
+        if (!v) return STORE_ERROR;
+        b->v = v;
+        b->cap = cap;
+    }
+    b->v[b->n++] = x;
+    return STORE_OK;
+}
+
+static int i64_row0(void *ctx, store_stmt *st)
+{
+    return i64_add(ctx, store_col_int64(st, 0));
+}
+
+static int i64_row01(void *ctx, store_stmt *st)
+{
+    int rc = i64_add(ctx, store_col_int64(st, 0));
+    return rc == STORE_OK ? i64_add(ctx, store_col_int64(st, 1)) : rc;
+}
+
+static json_t *json_opt(bool has, int64_t v)
+{
+    return has ? json_integer(v) : json_null();
+}
+
+/* Advances every row in one statement; sets won[i] for the rows that
+ * moved (the others were recomputed meanwhile). */
+static int claim_advance(notify_engine *e, store *db, const due_row *rows, int n, bool *won)
+{
+    json_t *list = json_array();
+    int rc = list ? STORE_OK : STORE_ERROR;
+    for (int i = 0; i < n && rc == STORE_OK; i++) {
+        bool has;
+        int64_t fire = 0, orig = 0, start = 0;
+        rc = advance_of(e, db, &rows[i], &has, &fire, &orig, &start);
+        if (rc == STORE_OK &&
+            json_array_append_new(list, json_pack("[I,I,o,o,o]", (json_int_t)rows[i].id, (json_int_t)rows[i].next_fire,
+                                                  json_opt(has, fire), json_opt(has, orig), json_opt(has, start))))
+            rc = STORE_ERROR;
+    }
+    i64_buf moved = {0};
+    if (rc == STORE_OK)
+        rc = list_exec(db, BACKEND_SQL(db, CLAIM_ADVANCE, LIST_SQLITE, LIST_PG), list, NULL, i64_row0, &moved);
+    json_decref(list);
+    if (moved.n) qsort(moved.v, moved.n, sizeof *moved.v, cmp_i64);
+    for (int i = 0; i < n; i++)
+        won[i] = rc == STORE_OK && moved.n && bsearch(&rows[i].id, moved.v, moved.n, sizeof *moved.v, cmp_i64);
+    free(moved.v);
+    return rc;
+}
+
+/* The webhook endpoints of the won webhook rows' users, as sorted (user,
+ * endpoint) pairs. */
+static int claim_endpoints(notify_engine *e, store *db, const due_row *rows, int n, const bool *won, i64_buf *pairs)
+{
+    if (!e->has_webhooks) return STORE_OK;
+    json_t *users = json_array();
+    if (!users) return STORE_ERROR;
+    for (int i = 0; i < n; i++)
+        if (won[i] && strcmp(rows[i].method, "webhook") == 0)
+            json_array_append_new(users, json_integer((json_int_t)rows[i].user_id));
+    int rc = json_array_size(users) == 0 ? STORE_OK
+             : list_exec(db, BACKEND_SQL(db, CLAIM_ENDPOINTS, LIST_SQLITE, LIST_TEXT_PG), users, NULL, i64_row01, pairs);
+    json_decref(users);
+    return rc;
+}
+
+/* Appends one delivery row's array to the INSERT's list. */
+static int claim_delivery_add(json_t *list, const due_row *r, const char *id, const char *channel, int64_t endpoint,
+                              claim_fate fate, bool late, int64_t now)
 {
     static const char *const states[] = {"pending", "missed", "done"};
-    notify_delivery_id(r->event_id, r->user_id, r->method, r->minutes, r->occurrence, channel, endpoint, id);
-    store_stmt *st = store_prepare(
-        db, "INSERT INTO deliveries (id, reminder_id, event_id, user_id, channel, endpoint_id, summary, "
-            "occurrence_ms, due_ms, late, state, attempts, next_attempt_ms, fired_ms, created_ms, updated_ms) "
-            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15) "
-            "ON CONFLICT (id) DO NOTHING");
-    store_bind_str(st, 1, id);
-    store_bind_int64(st, 2, r->id);
-    store_bind_int64(st, 3, r->event_id);
-    store_bind_int64(st, 4, r->user_id);
-    store_bind_str(st, 5, channel);
-    store_bind_int64(st, 6, endpoint);
-    store_bind_str(st, 7, r->summary ? r->summary : "");
-    store_bind_int64(st, 8, r->occurrence);
-    store_bind_int64(st, 9, r->next_fire);
-    store_bind_int64(st, 10, late);
-    store_bind_str(st, 11, states[fate]);
-    store_bind_int64(st, 12, fate == FATE_DONE);
-    store_bind_int64(st, 13, r->next_fire + NOTIFY_HOLD_MS);
-    if (fate == FATE_DONE) store_bind_int64(st, 14, now);
-    else store_bind_null(st, 14);
-    store_bind_int64(st, 15, now);
-    int rc = store_step(st);
-    *inserted = rc == STORE_DONE && store_changes(st) == 1;
-    store_reset(st);
-    return rc == STORE_DONE ? STORE_OK : rc;
+    json_t *row = json_pack("[s,I,I,I,s,I,s,I,I,I,s,I,I,o]", id, (json_int_t)r->id, (json_int_t)r->event_id,
+                            (json_int_t)r->user_id, channel, (json_int_t)endpoint, r->summary ? r->summary : "",
+                            (json_int_t)r->occurrence, (json_int_t)r->next_fire, (json_int_t)late, states[fate],
+                            (json_int_t)(fate == FATE_DONE), (json_int_t)(r->next_fire + NOTIFY_HOLD_MS),
+                            json_opt(fate == FATE_DONE, now));
+    return json_array_append_new(list, row) == 0 ? STORE_OK : STORE_ERROR;
 }
 
-/* The inbox row of an in-app delivery made in the claim itself. */
-static int inbox_insert(store *db, const due_row *r, const char *id, bool late, int64_t now)
+/* The delivery rows of one won reminder: one per channel and endpoint. */
+static int claim_row_deliveries(notify_engine *e, json_t *list, const due_row *r, const i64_buf *pairs, int64_t now)
 {
-    store_stmt *st = store_prepare(
-        db, "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, due_ms, "
-            "fired_ms, late, method, read, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'push', 0, $7) "
-            "ON CONFLICT (delivery_id) DO NOTHING");
-    store_bind_int64(st, 1, r->user_id);
-    store_bind_str(st, 2, id);
-    store_bind_int64(st, 3, r->event_id);
-    store_bind_str(st, 4, r->summary ? r->summary : "");
-    store_bind_int64(st, 5, r->occurrence);
-    store_bind_int64(st, 6, r->next_fire);
-    store_bind_int64(st, 7, now);
-    store_bind_int64(st, 8, late);
-    int rc = store_step(st);
-    store_reset(st);
-    return rc == STORE_DONE ? STORE_OK : rc;
-}
-
-/* The user's webhook endpoints (the channels branch's table). */
-static int webhook_ids(store *db, int64_t user, int64_t *ids, int max, int *n)
-{
-    store_stmt *st = store_prepare(db, "SELECT id, url, secret FROM webhooks WHERE user_id = $1");
-    store_bind_int64(st, 1, user);
-    int rc;
-    *n = 0;
-    while ((rc = store_step(st)) == STORE_ROW)
-        if (*n < max) ids[(*n)++] = store_col_int64(st, 0);
-    store_reset(st);
-    return rc == STORE_DONE ? STORE_OK : rc;
-}
-
-/* Inside the fenced transaction: advance one reminder and write its
- * delivery rows. */
-static int claim_row(notify_engine *e, store *db, const due_row *r, int64_t now, item_buf *out)
-{
-    bool has;
-    int64_t fire = 0, orig = 0, start = 0;
-    int rc = advance_of(e, db, r, &has, &fire, &orig, &start);
-    if (rc != STORE_OK) return rc;
-    store_stmt *st = store_prepare(db, "UPDATE reminders SET floor_ms = $3, next_fire_ms = $4, occurrence_ms = $5, "
-                                       "start_ms = $6 WHERE id = $1 AND next_fire_ms = $2");
-    store_bind_int64(st, 1, r->id);
-    store_bind_int64(st, 2, r->next_fire);
-    store_bind_int64(st, 3, r->next_fire);
-    notify_bind_next(st, 4, has, fire, orig, start);
-    rc = store_step(st);
-    int64_t changed = store_changes(st);
-    store_reset(st);
-    if (rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
-    if (changed == 0) return STORE_OK; /* recomputed meanwhile: the new row is scanned again */
     bool late = now - r->next_fire > e->o.grace_ms;
-    int64_t endpoints[16] = {0};
-    int nend = 1;
-    const char *channel = "inapp";
-    if (strcmp(r->method, "email") == 0) channel = "email";
-    else if (strcmp(r->method, "webhook") == 0) {
-        channel = "webhook";
-        nend = 0;
-        if (e->has_webhooks && (rc = webhook_ids(db, r->user_id, endpoints, 16, &nend)) != STORE_OK) return rc;
-    }
+    const char *channel = strcmp(r->method, "email") == 0 ? "email" : strcmp(r->method, "webhook") == 0 ? "webhook" : "inapp";
     /* An in-app reminder already due when claimed (the backlog after
      * downtime, a scanner running behind) is delivered right here: the
      * inbox row is one more insert in this transaction, where the timer
      * path would cost a second transaction that rewrites the row. */
-    claim_fate fate = late && e->o.late_policy == NOTIFY_LATE_SKIP ? FATE_MISSED
+    claim_fate fate = late && e->o.late_policy == NOTIFY_LATE_SKIP                 ? FATE_MISSED
                       : r->next_fire <= now && strcmp(channel, "inapp") == 0 ? FATE_DONE
                                                                              : FATE_PENDING;
-    for (int i = 0; i < nend; i++) {
-        item it = {.due_ms = r->next_fire};
-        bool inserted;
-        rc = delivery_insert(db, r, channel, endpoints[i], fate, late && fate != FATE_PENDING, now, it.id,
-                             &inserted);
-        if (rc != STORE_OK) return rc;
-        snprintf(it.channel, sizeof it.channel, "%s", channel);
-        if (inserted && fate == FATE_DONE && (rc = inbox_insert(db, r, it.id, late, now)) != STORE_OK) return rc;
-        if (inserted && fate == FATE_PENDING && !buf_add(out, &it)) return STORE_ERROR;
+    bool flag = late && fate != FATE_PENDING;
+    char id[NOTIFY_ID_LEN + 1];
+    if (strcmp(channel, "webhook") != 0) {
+        notify_delivery_id(r->event_id, r->user_id, r->method, r->minutes, r->occurrence, channel, 0, id);
+        return claim_delivery_add(list, r, id, channel, 0, fate, flag, now);
+    }
+    size_t lo = 0, hi = pairs->n / 2; /* the first pair of this user */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (pairs->v[2 * mid] < r->user_id) lo = mid + 1;
+        else hi = mid;
+    }
+    for (size_t k = lo; k < pairs->n / 2 && pairs->v[2 * k] == r->user_id; k++) {
+        int64_t endpoint = pairs->v[2 * k + 1];
+        notify_delivery_id(r->event_id, r->user_id, r->method, r->minutes, r->occurrence, channel, endpoint, id);
+        if (claim_delivery_add(list, r, id, channel, endpoint, fate, flag, now) != STORE_OK) return STORE_ERROR;
     }
     return STORE_OK;
+}
+
+/* What the INSERT returns: pending rows go to the timer, done ones need
+ * their inbox row. */
+typedef struct claim_out {
+    item_buf *timer;
+    json_t *done;
+} claim_out;
+
+static int claim_inserted(void *ctx, store_stmt *st)
+{
+    claim_out *o = ctx;
+    const char *state = store_col_text(st, 3);
+    if (strcmp(state, "done") == 0)
+        return json_array_append_new(o->done, json_string(store_col_text(st, 0))) == 0 ? STORE_OK : STORE_ERROR;
+    if (strcmp(state, "pending") != 0) return STORE_OK;
+    item it = {.due_ms = store_col_int64(st, 2)};
+    snprintf(it.id, sizeof it.id, "%s", store_col_text(st, 0));
+    snprintf(it.channel, sizeof it.channel, "%s", store_col_text(st, 1));
+    return buf_add(o->timer, &it) ? STORE_OK : STORE_ERROR;
+}
+
+/* Inside the fenced transaction: advances the n due rows and writes their
+ * delivery rows (and the inbox rows of those delivered on the spot) in
+ * four set statements for the lot -- on PostgreSQL a round trip per row
+ * was the cost. Rows already claimed (a restart, a takeover) insert
+ * nothing: the delivery id is stable. */
+static int claim_rows(notify_engine *e, store *db, const due_row *rows, int n, int64_t now, item_buf *out)
+{
+    if (n == 0) return STORE_OK;
+    bool *won = calloc((size_t)n, sizeof *won);
+    i64_buf pairs = {0};
+    claim_out o = {.timer = out, .done = json_array()};
+    json_t *list = json_array();
+    int rc = won && o.done && list ? STORE_OK : STORE_ERROR;
+    if (rc == STORE_OK) rc = claim_advance(e, db, rows, n, won);
+    if (rc == STORE_OK) rc = claim_endpoints(e, db, rows, n, won, &pairs);
+    for (int i = 0; i < n && rc == STORE_OK; i++)
+        if (won[i]) rc = claim_row_deliveries(e, list, &rows[i], &pairs, now);
+    if (rc == STORE_OK && json_array_size(list))
+        rc = list_exec(db, BACKEND_SQL(db, CLAIM_DELIVERIES, LIST_SQLITE, LIST_PG), list, &now, claim_inserted, &o);
+    if (rc == STORE_OK && json_array_size(o.done))
+        rc = list_exec(db, BACKEND_SQL(db, CLAIM_INBOX, LIST_SQLITE, LIST_TEXT_PG), o.done, NULL, NULL, NULL);
+    json_decref(list);
+    json_decref(o.done);
+    free(pairs.v);
+    free(won);
+    return rc;
 }
 
 static void rows_free(due_row *rows, size_t n)
@@ -340,62 +461,124 @@ static void rows_free(due_row *rows, size_t n)
     for (size_t i = 0; i < n; i++) free(rows[i].summary);
 }
 
-/* Inside the open, fenced transaction: claims up to limit due rows of
- * group gi, at most `quota` of each shard still open in this pass (see
- * claim_all). Returns how many it claimed, or < 0. One shard at a time:
- * each is a seek on (shard, next_fire_ms), where a range of shards would
- * scan every row of the group. */
-static int claim_group(notify_engine *e, store *db, int gi, int64_t now, int limit, int quota, item_buf *out)
+/* Reads a due row from st's columns at..at+8. */
+static void due_row_read(store_stmt *st, int at, due_row *r)
 {
-    static __thread due_row rows[NOTIFY_CLAIM_BATCH];
-    if (limit > NOTIFY_CLAIM_BATCH) limit = NOTIFY_CLAIM_BATCH;
-    int n = 0, rc = STORE_DONE;
-    int64_t lo = (int64_t)gi * e->per_group, hi = lo + e->per_group;
-    if (hi > e->o.shards) hi = e->o.shards;
-    for (int64_t shard = lo; shard < hi && n < limit && rc == STORE_DONE; shard++) {
-        shard_pass *sp = &e->pass[shard];
-        int want = quota - sp->claimed < limit - n ? quota - sp->claimed : limit - n;
-        if (!sp->open || want <= 0) continue;
-        store_stmt *st = store_prepare(
-            db, "SELECT r.id, r.event_id, r.user_id, r.method, r.minutes_before, r.single, r.next_fire_ms, "
-                "r.occurrence_ms, e.summary FROM reminders r JOIN events e ON e.id = r.event_id "
-                "WHERE r.shard = $1 AND r.next_fire_ms <= $2 ORDER BY r.next_fire_ms LIMIT $3");
+    r->id = store_col_int64(st, at);
+    r->event_id = store_col_int64(st, at + 1);
+    r->user_id = store_col_int64(st, at + 2);
+    snprintf(r->method, sizeof r->method, "%s", store_col_text(st, at + 3));
+    r->minutes = (int)store_col_int64(st, at + 4);
+    r->single = store_col_int64(st, at + 5) != 0;
+    r->next_fire = store_col_int64(st, at + 6);
+    r->occurrence = store_col_int64(st, at + 7);
+    r->summary = strdup(store_col_text(st, at + 8));
+}
+
+#define DUE_COLS                                                                                           \
+    "r.id, r.event_id, r.user_id, r.method, r.minutes_before, r.single, r.next_fire_ms, r.occurrence_ms, " \
+    "e.summary FROM reminders r JOIN events e ON e.id = r.event_id "
+
+/* How many rows shard may give in this pass, within the batch's `room`. */
+static int shard_want(notify_engine *e, int64_t shard, int quota, int room)
+{
+    shard_pass *sp = &e->pass[shard];
+    if (!sp->open) return 0;
+    int want = quota - sp->claimed;
+    return want < room ? want : room;
+}
+
+static void shard_took(notify_engine *e, int64_t shard, int want, int got)
+{
+    e->pass[shard].claimed += got;
+    if (got < want) e->pass[shard].open = false; /* drained (up to the window) */
+}
+
+/* SQLite: one shard at a time, each a seek on (shard, next_fire_ms) -- a
+ * range of shards would scan every row of the group; in-process, the
+ * statements cost no round trip. */
+static int select_due_sqlite(notify_engine *e, store *db, int64_t lo, int64_t hi, int64_t upto, int limit, int quota,
+                             due_row *rows, int *n)
+{
+    int rc = STORE_DONE;
+    for (int64_t shard = lo; shard < hi && *n < limit && rc == STORE_DONE; shard++) {
+        int want = shard_want(e, shard, quota, limit - *n);
+        if (want <= 0) continue;
+        store_stmt *st = store_prepare(db, "SELECT " DUE_COLS "WHERE r.shard = $1 AND r.next_fire_ms <= $2 "
+                                           "ORDER BY r.next_fire_ms LIMIT $3");
         store_bind_int64(st, 1, shard);
-        store_bind_int64(st, 2, now + e->o.window_ms);
+        store_bind_int64(st, 2, upto);
         store_bind_int64(st, 3, want);
         int got = 0;
-        while (got < want && (rc = store_step(st)) == STORE_ROW) {
-            due_row *r = &rows[n + got++];
-            r->id = store_col_int64(st, 0);
-            r->event_id = store_col_int64(st, 1);
-            r->user_id = store_col_int64(st, 2);
-            snprintf(r->method, sizeof r->method, "%s", store_col_text(st, 3));
-            r->minutes = (int)store_col_int64(st, 4);
-            r->single = store_col_int64(st, 5) != 0;
-            r->next_fire = store_col_int64(st, 6);
-            r->occurrence = store_col_int64(st, 7);
-            r->summary = strdup(store_col_text(st, 8));
-        }
+        while (got < want && (rc = store_step(st)) == STORE_ROW) due_row_read(st, 0, &rows[*n + got++]);
         if (rc == STORE_ROW) rc = STORE_DONE; /* want reached */
         store_reset(st);
-        n += got;
-        sp->claimed += got;
-        if (got < want) sp->open = false; /* drained (up to the window) */
+        *n += got;
+        shard_took(e, shard, want, got);
     }
-    for (int i = 0; i < n && rc == STORE_DONE; i++)
-        if (claim_row(e, db, &rows[i], now, out) != STORE_OK) rc = STORE_ERROR;
-    rows_free(rows, (size_t)n);
-    return rc == STORE_DONE ? n : rc < 0 ? rc : STORE_ERROR;
+    return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
+}
+
+/* PostgreSQL: the group's shards in one statement (a LATERAL seek per
+ * shard), one round trip instead of one per shard. */
+static int select_due_pg(notify_engine *e, store *db, int64_t lo, int64_t hi, int64_t upto, int limit, int quota,
+                         due_row *rows, int *n)
+{
+    int wants[NOTIFY_CLAIM_BATCH] = {0}, gots[NOTIFY_CLAIM_BATCH] = {0}, room = limit - *n;
+    if (hi - lo > NOTIFY_CLAIM_BATCH) hi = lo + NOTIFY_CLAIM_BATCH;
+    char list[NOTIFY_CLAIM_BATCH * 24 + 4];
+    size_t k = 0;
+    list[k++] = '[';
+    for (int64_t shard = lo; shard < hi && room > 0; shard++) {
+        int want = shard_want(e, shard, quota, room);
+        if (want <= 0) continue;
+        wants[shard - lo] = want;
+        room -= want;
+        k += (size_t)snprintf(list + k, sizeof list - k, "%s[%lld,%d]", k > 1 ? "," : "", (long long)shard, want);
+    }
+    list[k++] = ']';
+    list[k] = '\0';
+    if (k == 2) return STORE_OK;
+    store_stmt *st = store_prepare(
+        db, "SELECT s.shard, r.* FROM (SELECT CAST(j.value ->> 0 AS integer) AS shard, CAST(j.value ->> 1 AS bigint) "
+            "AS want FROM " LIST_PG ") s CROSS JOIN LATERAL (SELECT " DUE_COLS "WHERE r.shard = s.shard AND "
+            "r.next_fire_ms <= $2 ORDER BY r.next_fire_ms LIMIT s.want) r");
+    store_bind_str(st, 1, list);
+    store_bind_int64(st, 2, upto);
+    int rc = STORE_DONE;
+    while (*n < limit && (rc = store_step(st)) == STORE_ROW) {
+        int64_t shard = store_col_int64(st, 0);
+        if (shard >= lo && shard < hi) gots[shard - lo]++;
+        due_row_read(st, 1, &rows[(*n)++]);
+    }
+    store_reset(st);
+    if (rc != STORE_DONE && rc != STORE_ROW) return rc < 0 ? rc : STORE_ERROR;
+    for (int64_t shard = lo; shard < hi; shard++)
+        if (wants[shard - lo] > 0) shard_took(e, shard, wants[shard - lo], gots[shard - lo]);
+    return STORE_OK;
+}
+
+/* Inside the open, fenced transaction: selects up to limit due rows of
+ * group gi into rows[*n...], at most `quota` of each shard still open in
+ * this pass (see claim_all). */
+static int claim_group(notify_engine *e, store *db, int gi, int64_t now, int limit, int quota, due_row *rows, int *n)
+{
+    int64_t lo = (int64_t)gi * e->per_group, hi = lo + e->per_group;
+    if (hi > e->o.shards) hi = e->o.shards;
+    int64_t upto = now + e->o.window_ms;
+    return store_backend_of(db) == STORE_PG ? select_due_pg(e, db, lo, hi, upto, limit, quota, rows, n)
+                                            : select_due_sqlite(e, db, lo, hi, upto, limit, quota, rows, n);
 }
 
 /* One claim transaction: starting at group *gi, fences each held group and
- * claims its due rows, until NOTIFY_CLAIM_BATCH rows or the last group.
- * Many small groups share one commit (on SQLite the commit is the cost:
- * every page it dirtied is written again). *gi moves past the groups done;
- * a group cut short by a full batch stays next. Returns rows claimed, or
- * < 0. */
+ * selects its due rows, until NOTIFY_CLAIM_BATCH rows or the last group,
+ * then claims them all together (claim_rows). Many small groups share one
+ * commit (on SQLite the commit is the cost: every page it dirtied is
+ * written again). *gi moves past the groups done; a group cut short by a
+ * full batch stays next. Returns rows claimed, or < 0. */
 static int claim_tx(notify_engine *e, store *db, int *gi, int quota, item_buf *out)
 {
+    static __thread due_row rows[NOTIFY_CLAIM_BATCH];
     lease_hold *fenced[NOTIFY_CLAIM_BATCH];
     int nfenced = 0, n = 0, rc = store_begin(db);
     size_t before = out->n;
@@ -415,15 +598,12 @@ static int claim_tx(notify_engine *e, store *db, int *gi, int quota, item_buf *o
         }
         if (rc != LEASE_OK) break;
         fenced[nfenced++] = &g->hold;
-        int got = claim_group(e, db, *gi, now, NOTIFY_CLAIM_BATCH - n, quota, out);
-        if (got < 0) {
-            rc = got;
-            break;
-        }
-        n += got;
-        if (n < NOTIFY_CLAIM_BATCH) ++*gi; /* else it may have shards left */
+        rc = claim_group(e, db, *gi, now, NOTIFY_CLAIM_BATCH, quota, rows, &n);
+        if (rc == STORE_OK && n < NOTIFY_CLAIM_BATCH) ++*gi; /* else it may have shards left */
     }
+    if (rc == STORE_OK) rc = claim_rows(e, db, rows, n, now, out);
     if (rc == STORE_OK) rc = store_commit(db);
+    rows_free(rows, (size_t)n);
     if (rc != STORE_OK) {
         log_warn("reminders: claim at group %d failed: %s", *gi, store_errmsg(db));
         store_rollback(db);
@@ -795,13 +975,15 @@ static char *ids_json(const item *its, size_t n)
     return out;
 }
 
-/* Runs one set statement over the batch: $1 the ids, $2 now, $3 grace. */
-static int batch_exec(store *db, const char *sql, const char *ids, int64_t now, int64_t grace)
+/* Runs one set statement over the batch: $1 the ids, $2 now (or another
+ * time), $3 when arg3 is given (PostgreSQL refuses a parameter the
+ * statement does not use). */
+static int batch_exec(store *db, const char *sql, const char *ids, int64_t now, const int64_t *arg3)
 {
     store_stmt *st = store_prepare(db, sql);
     store_bind_str(st, 1, ids);
     store_bind_int64(st, 2, now);
-    store_bind_int64(st, 3, grace);
+    if (arg3) store_bind_int64(st, 3, *arg3);
     int rc = store_step(st);
     store_reset(st);
     return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
@@ -810,8 +992,10 @@ static int batch_exec(store *db, const char *sql, const char *ids, int64_t now, 
 /* The batch's pending rows: $1 is the ids as a JSON array. (SQLite:
  * "+state" keeps the planner on the id index; without statistics it would
  * rather walk every pending row through deliveries_queue.) */
-#define BATCH_SQLITE "id IN (SELECT value FROM json_each($1)) AND +state = 'pending'"
-#define BATCH_PG "id IN (SELECT json_array_elements_text(CAST($1 AS json))) AND state = 'pending'"
+#define BATCH_SQLITE_OF(t) t "id IN (SELECT value FROM json_each($1)) AND +" t "state = 'pending'"
+#define BATCH_PG_OF(t) t "id IN (SELECT json_array_elements_text(CAST($1 AS json))) AND " t "state = 'pending'"
+#define BATCH_SQLITE BATCH_SQLITE_OF("")
+#define BATCH_PG BATCH_PG_OF("")
 #define LATE_SQL "CASE WHEN $2 - due_ms > $3 THEN 1 ELSE 0 END"
 #define REMINDER_LIVE "EXISTS (SELECT 1 FROM reminders r WHERE r.id = deliveries.reminder_id)"
 /* The three statements, over either backend's BATCH; $2 now, $3 grace. */
@@ -836,12 +1020,12 @@ static int deliver_inapp_sql(notify_engine *e, store *db, const char *ids, int64
     bool pg = store_backend_of(db) == STORE_PG;
     int rc;
     if (e->o.late_policy == NOTIFY_LATE_SKIP &&
-        (rc = batch_exec(db, pg ? INAPP_MISSED(BATCH_PG) : INAPP_MISSED(BATCH_SQLITE), ids, now, e->o.grace_ms)) !=
+        (rc = batch_exec(db, pg ? INAPP_MISSED(BATCH_PG) : INAPP_MISSED(BATCH_SQLITE), ids, now, &e->o.grace_ms)) !=
             STORE_OK)
         return rc;
-    rc = batch_exec(db, pg ? INAPP_INBOX(BATCH_PG) : INAPP_INBOX(BATCH_SQLITE), ids, now, e->o.grace_ms);
+    rc = batch_exec(db, pg ? INAPP_INBOX(BATCH_PG) : INAPP_INBOX(BATCH_SQLITE), ids, now, &e->o.grace_ms);
     if (rc != STORE_OK) return rc;
-    return batch_exec(db, pg ? INAPP_FINISH(BATCH_PG) : INAPP_FINISH(BATCH_SQLITE), ids, now, e->o.grace_ms);
+    return batch_exec(db, pg ? INAPP_FINISH(BATCH_PG) : INAPP_FINISH(BATCH_SQLITE), ids, now, &e->o.grace_ms);
 }
 
 static void deliver_inapp_batch(notify_engine *e, store *db, const item *its, size_t n)
@@ -939,34 +1123,6 @@ static void html_escape(const char *in, char *out, size_t size)
     out[n] = '\0';
 }
 
-static void apply_result(notify_engine *e, store *db, const result *r)
-{
-    int rc;
-    if (r->ok) {
-        store_stmt *st = store_prepare(db, "UPDATE deliveries SET state = 'done', attempts = attempts + 1, "
-                                           "updated_ms = $2 WHERE id = $1 AND state = 'pending'");
-        store_bind_str(st, 1, r->id);
-        store_bind_int64(st, 2, base_now_ms());
-        rc = store_step(st);
-        store_reset(st);
-    } else {
-        rc = record_failure(e, db, r->id, r->error);
-    }
-    if (rc < 0) log_warn("reminders: cannot record delivery %s: %s", r->id, store_errmsg(db));
-}
-
-static int set_state(store *db, const char *id, const char *state, int64_t now)
-{
-    store_stmt *st = store_prepare(db, "UPDATE deliveries SET state = $2, updated_ms = $3 WHERE id = $1 AND "
-                                       "state = 'pending'");
-    store_bind_str(st, 1, id);
-    store_bind_str(st, 2, state);
-    store_bind_int64(st, 3, now);
-    int rc = store_step(st);
-    store_reset(st);
-    return rc;
-}
-
 static json_t *payload_of(store_stmt *st, const item *it, bool late, int64_t now, const char *method)
 {
     char ev[17], user[17], orig[32], due[32], fired[32];
@@ -999,60 +1155,145 @@ static void send_job_free(send_job *j)
 }
 
 /* Inside the transaction: reads what to send and pushes the next attempt
- * past the send's own timeout. Returns true with *j filled when there is
- * something to send; otherwise the row's fate is recorded (missed,
- * cancelled, failed). */
-static bool send_prepare(notify_engine *e, store *db, const item *it, send_job *j)
+ * past the send's own timeout -- set statements for the whole batch. */
+#define ASYNC_MISSED(BATCH) "UPDATE deliveries SET state = 'missed', late = 1, updated_ms = $2 WHERE " BATCH
+#define ASYNC_CANCEL(BATCH) "UPDATE deliveries SET state = 'cancelled', updated_ms = $2 WHERE " BATCH
+#define ASYNC_HOLD(BATCH) "UPDATE deliveries SET next_attempt_ms = $2 WHERE " BATCH /* $2: until when */
+#define ASYNC_DONE(BATCH)                                                                                  \
+    "UPDATE deliveries SET state = 'done', attempts = attempts + 1, updated_ms = $2 WHERE " BATCH
+/* What to send: the columns payload_of reads, then target, secret, id. */
+#define ASYNC_READ(BATCH_D)                                                                                \
+    "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, w.url, w.secret, d.id FROM deliveries d "  \
+    "JOIN webhooks w ON w.id = d.endpoint_id WHERE d.channel = 'webhook' AND " BATCH_D " AND "             \
+    "EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id) UNION ALL "                             \
+    "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, u.email, '', d.id FROM deliveries d "      \
+    "JOIN users u ON u.id = d.user_id WHERE d.channel = 'email' AND " BATCH_D " AND "                      \
+    "EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id)"
+
+static int item_cmp_id(const void *a, const void *b)
 {
-    int64_t now = base_now_ms();
+    return strcmp(((const item *)a)->id, ((const item *)b)->id);
+}
+
+/* One set statement over a subset of items (nothing to do when empty). */
+static int items_exec(store *db, const char *sql, const item *its, size_t n, int64_t at)
+{
+    if (n == 0) return STORE_OK;
+    char *ids = ids_json(its, n);
+    if (!ids) return STORE_ERROR;
+    int rc = batch_exec(db, sql, ids, at, NULL);
+    free(ids);
+    return rc;
+}
+
+/* A send read by ASYNC_READ: its payload and where it goes. */
+static bool send_job_fill(notify_engine *e, store_stmt *st, const item *it, int64_t now, send_job *j)
+{
     memset(j, 0, sizeof *j);
     j->it = *it;
     j->late = is_late(e, it, now);
     j->webhook = strcmp(it->channel, "webhook") == 0;
-    if (j->late && e->o.late_policy == NOTIFY_LATE_SKIP) {
-        set_state(db, it->id, "missed", now);
-        return false;
-    }
-    if (!e->o.channels || (j->webhook && !e->has_webhooks)) {
-        record_failure(e, db, it->id, "channel not available");
-        return false;
-    }
-    if (!j->webhook && !channels_email_enabled(e->o.channels)) {
-        record_failure_ex(e, db, it->id, "email is not configured on this server (--smtp-url)", true);
-        return false;
-    }
-    store_stmt *st = store_prepare(
-        db, j->webhook ? "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, w.url, w.secret FROM deliveries d "
-                         "JOIN webhooks w ON w.id = d.endpoint_id WHERE d.id = $1 AND d.state = 'pending' AND "
-                         "EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id)"
-                       : "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, u.email, '' FROM deliveries d "
-                         "JOIN users u ON u.id = d.user_id WHERE d.id = $1 AND d.state = 'pending' AND "
-                         "EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id)");
-    store_bind_str(st, 1, it->id);
-    int rc = store_step(st);
-    if (rc != STORE_ROW) {
-        store_reset(st);
-        /* Done already, or its reminder or endpoint is gone. */
-        if (rc == STORE_DONE) set_state(db, it->id, "cancelled", now);
-        return false;
-    }
     json_t *pl = payload_of(st, it, j->late, now, j->webhook ? "webhook" : "email");
     j->body = pl ? json_dumps(pl, JSON_COMPACT) : NULL;
+    json_decref(pl);
     j->target = strdup(store_col_text(st, 4));
     j->secret = strdup(store_col_text(st, 5));
     j->summary = strdup(store_col_text(st, 2));
-    store_reset(st);
-    json_decref(pl);
-    if (!j->body || !j->target || !j->secret || !j->summary) {
-        send_job_free(j);
-        return false; /* stays pending: retried after the hold */
+    if (j->body && j->target && j->secret && j->summary) return true;
+    send_job_free(j);
+    return false; /* stays pending: retried after the hold */
+}
+
+/* The batch being read: candidates sorted by id, and what became of each. */
+enum { SEND_UNSEEN, SEND_SEEN, SEND_TAKEN };
+typedef struct send_read {
+    notify_engine *e;
+    int64_t now;
+    item *cands;
+    char *fate; /* SEND_* per candidate */
+    size_t n;
+    send_job *jobs;
+    size_t k;
+} send_read;
+
+static int send_read_row(send_read *s, store_stmt *st)
+{
+    item key;
+    snprintf(key.id, sizeof key.id, "%s", store_col_text(st, 6));
+    item *it = bsearch(&key, s->cands, s->n, sizeof key, item_cmp_id);
+    if (!it || s->fate[it - s->cands] != SEND_UNSEEN) return STORE_OK;
+    s->fate[it - s->cands] = SEND_SEEN;
+    if (send_job_fill(s->e, st, it, s->now, &s->jobs[s->k])) {
+        s->fate[it - s->cands] = SEND_TAKEN;
+        s->k++;
     }
-    st = store_prepare(db, "UPDATE deliveries SET next_attempt_ms = $2 WHERE id = $1 AND state = 'pending'");
-    store_bind_str(st, 1, it->id);
-    store_bind_int64(st, 2, now + NOTIFY_SEND_HOLD_MS);
-    store_step(st);
+    return STORE_OK;
+}
+
+/* Reads the candidates' sends, holds the ones to go, and cancels the ones
+ * the read did not return (done already, or reminder or endpoint gone). */
+static int send_read_all(notify_engine *e, store *db, send_read *s)
+{
+    bool pg = store_backend_of(db) == STORE_PG;
+    char *ids = ids_json(s->cands, s->n);
+    if (!ids) return STORE_ERROR;
+    store_stmt *st = store_prepare(db, pg ? ASYNC_READ(BATCH_PG_OF("d.")) : ASYNC_READ(BATCH_SQLITE_OF("d.")));
+    store_bind_str(st, 1, ids);
+    int rc;
+    while ((rc = store_step(st)) == STORE_ROW) send_read_row(s, st);
     store_reset(st);
-    return true;
+    free(ids);
+    if (rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
+    size_t nhold = 0, ncancel = 0;
+    item *hold = malloc(s->n * sizeof *hold), *cancel = malloc(s->n * sizeof *cancel);
+    rc = hold && cancel ? STORE_OK : STORE_ERROR;
+    for (size_t i = 0; i < s->n && rc == STORE_OK; i++) {
+        if (s->fate[i] == SEND_TAKEN) hold[nhold++] = s->cands[i];
+        if (s->fate[i] == SEND_UNSEEN) cancel[ncancel++] = s->cands[i];
+    }
+    if (rc == STORE_OK)
+        rc = items_exec(db, pg ? ASYNC_HOLD(BATCH_PG) : ASYNC_HOLD(BATCH_SQLITE), hold, nhold,
+                        s->now + NOTIFY_SEND_HOLD_MS);
+    if (rc == STORE_OK)
+        rc = items_exec(db, pg ? ASYNC_CANCEL(BATCH_PG) : ASYNC_CANCEL(BATCH_SQLITE), cancel, ncancel, s->now);
+    free(hold);
+    free(cancel);
+    return rc;
+}
+
+/* Inside the transaction: the late ones are missed under the skip policy,
+ * the ones no channel can take are failed attempts (a misconfiguration,
+ * so one by one), and the rest are read, held and made into jobs (*k of
+ * them). */
+static int send_prepare(notify_engine *e, store *db, const item *its, size_t n, send_job *jobs, size_t *k)
+{
+    bool pg = store_backend_of(db) == STORE_PG;
+    send_read s = {.e = e, .now = base_now_ms(), .jobs = jobs};
+    item *missed = malloc(n * sizeof *missed);
+    s.cands = malloc(n * sizeof *s.cands);
+    s.fate = calloc(n, 1);
+    size_t nmissed = 0;
+    int rc = missed && s.cands && s.fate ? STORE_OK : STORE_ERROR;
+    for (size_t i = 0; i < n && rc == STORE_OK; i++) {
+        bool webhook = strcmp(its[i].channel, "webhook") == 0;
+        if (is_late(e, &its[i], s.now) && e->o.late_policy == NOTIFY_LATE_SKIP) missed[nmissed++] = its[i];
+        else if (!e->o.channels || (webhook && !e->has_webhooks))
+            rc = record_failure(e, db, its[i].id, "channel not available");
+        else if (!webhook && !channels_email_enabled(e->o.channels))
+            rc = record_failure_ex(e, db, its[i].id, "email is not configured on this server (--smtp-url)", true);
+        else s.cands[s.n++] = its[i];
+    }
+    if (rc == STORE_OK)
+        rc = items_exec(db, pg ? ASYNC_MISSED(BATCH_PG) : ASYNC_MISSED(BATCH_SQLITE), missed, nmissed, s.now);
+    if (rc == STORE_OK && s.n) {
+        qsort(s.cands, s.n, sizeof *s.cands, item_cmp_id);
+        rc = send_read_all(e, db, &s);
+    }
+    *k = s.k;
+    free(missed);
+    free(s.cands);
+    free(s.fate);
+    return rc;
 }
 
 /* After the commit: hands the send to its channel. False when the channel
@@ -1097,9 +1338,8 @@ static void deliver_async_batch(notify_engine *e, store *db, const item *its, si
     size_t k = 0;
     write_lock(e);
     if (store_begin(db) == STORE_OK) {
-        for (size_t i = 0; i < n; i++)
-            if (send_prepare(e, db, &its[i], &jobs[k])) k++;
-        if (store_commit(db) != STORE_OK) {
+        int rc = send_prepare(e, db, its, n, jobs, &k);
+        if (rc != STORE_OK || store_commit(db) != STORE_OK) {
             log_warn("reminders: send batch failed: %s", store_errmsg(db));
             store_rollback(db);
             for (size_t i = 0; i < k; i++) send_job_free(&jobs[i]);
@@ -1121,14 +1361,33 @@ static void deliver_async_batch(notify_engine *e, store *db, const item *its, si
     free(jobs);
 }
 
-/* The channels' answers, recorded in one transaction. */
+/* The channels' answers, recorded in one transaction: the successes in
+ * one set statement, each failure with its own backoff. */
+static int apply_results_in(notify_engine *e, store *db, result *res)
+{
+    size_t n = 0, nok = 0;
+    for (result *r = res; r; r = r->next) n++;
+    item *ok = malloc(n * sizeof *ok);
+    if (!ok) return STORE_ERROR;
+    int rc = STORE_OK;
+    for (result *r = res; r && rc == STORE_OK; r = r->next) {
+        if (r->ok) snprintf(ok[nok++].id, sizeof ok->id, "%s", r->id);
+        else rc = record_failure(e, db, r->id, r->error);
+    }
+    bool pg = store_backend_of(db) == STORE_PG;
+    if (rc == STORE_OK) rc = items_exec(db, pg ? ASYNC_DONE(BATCH_PG) : ASYNC_DONE(BATCH_SQLITE), ok, nok, base_now_ms());
+    free(ok);
+    return rc;
+}
+
 static void apply_results(notify_engine *e, store *db, result *res)
 {
     if (!res) return;
     write_lock(e);
-    bool tx = store_begin(db) == STORE_OK;
-    for (result *r = res; r; r = r->next) apply_result(e, db, r);
-    if (tx && store_commit(db) != STORE_OK) {
+    int rc = store_begin(db);
+    if (rc == STORE_OK) rc = apply_results_in(e, db, res);
+    if (rc == STORE_OK) rc = store_commit(db);
+    if (rc != STORE_OK) {
         log_warn("reminders: cannot record delivery results: %s", store_errmsg(db));
         store_rollback(db); /* rows stay pending: retried after their hold */
     }

@@ -64,6 +64,7 @@ class TestChannels(ServerTest):
         r = self.server.post("/v1/me/webhooks", {"url": "http://127.0.0.1:%d%s" % (HOOKS.port, path),
                                                  "secret": secret}, token=self.token)
         self.assertEqual(r.status, 201, r)
+        self.hook_id = r.json["id"]
         return secret
 
     def test_email_arrives(self):
@@ -116,6 +117,43 @@ class TestChannels(ServerTest):
         self.assertEqual({r["headers"]["x-chime-delivery"] for r in got}, {done[0]["delivery_id"]})
         time.sleep(1.5)  # nothing more arrives after success
         self.assertEqual(len([r for r in HOOKS.requests if r["path"] == key]), 4)
+
+    def test_each_endpoint_of_its_own_user_once(self):
+        # Two users' webhook reminders fall due in the same instant, so one
+        # claim takes them together: every endpoint of each user gets one
+        # delivery of its own, and nobody gets another user's.
+        a = self.user["id"]
+        self.hook("/multi/%s/1" % a)
+        self.hook("/multi/%s/2" % a)
+        start = soon()
+        self.event(start, "webhook", summary="A's")
+        self.user, self.token = self.server.new_user()
+        b = self.user["id"]
+        self.hook("/multi/%s/1" % b)
+        self.event(start, "webhook", summary="B's")
+
+        def got(user):
+            return [r for r in HOOKS.requests if r["path"].startswith("/multi/%s/" % user)]
+        wait_for(lambda: len(got(a)) == 2 and len(got(b)) == 1)
+        time.sleep(1)  # nothing more arrives
+        self.assertEqual(sorted(r["path"] for r in got(a)), ["/multi/%s/1" % a, "/multi/%s/2" % a])
+        self.assertEqual([r["path"] for r in got(b)], ["/multi/%s/1" % b])
+        bodies = [json.loads(r["body"]) for r in got(a) + got(b)]
+        self.assertEqual([x["user_id"] for x in bodies], [a, a, b])
+        self.assertEqual([x["summary"] for x in bodies], ["A's", "A's", "B's"])
+        self.assertEqual(len({x["delivery_id"] for x in bodies}), 3)
+
+    def test_endpoint_deleted_after_claim_cancels(self):
+        key = "/gone/" + self.user["id"]
+        self.hook(key)
+        start = soon(2)
+        self.event(start, "webhook")
+        time.sleep(max(0, start - 0.5 - time.time()))  # claimed into the timer by now
+        r = self.server.delete("/v1/me/webhooks/" + self.hook_id, token=self.token)
+        self.assertEqual(r.status, 204, r)
+        cancelled = wait_for(lambda: [d for d in self.deliveries("cancelled") if d["channel"] == "webhook"])
+        self.assertEqual(len(cancelled), 1, self.deliveries("pending"))
+        self.assertEqual([r for r in HOOKS.requests if r["path"] == key], [])
 
 
 if __name__ == "__main__":
