@@ -196,7 +196,7 @@ int app_channels_start(app *a)
                            .smtp_from = a->cfg.smtp_from,
                            .allow_private = a->cfg.webhook_allow_private != 0,
                            .timeout_ms = a->cfg.webhook_timeout,
-                           .max_in_flight = 256};
+                           .max_in_flight = (int)a->cfg.send_max_in_flight};
     a->channels = channels_new(&cfg);
     if (!a->channels) return -1;
     if (cfg.allow_private) log_warn("webhooks may reach private networks (--webhook-allow-private)");

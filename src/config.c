@@ -77,6 +77,8 @@ static const opt_def opts[] = {
         "1 lets webhooks reach loopback, private and link-local addresses (default 0)"),
     NUM("webhook-timeout", webhook_timeout, OPT_INT, 100, 600000,
         "milliseconds each webhook or email attempt may take (default 10000)"),
+    NUM("send-max-in-flight", send_max_in_flight, OPT_INT, 1, 65536,
+        "webhook and email sends outstanding at once; more wait their turn (default 1024)"),
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -109,6 +111,7 @@ void config_defaults(chime_config *c)
     c->delivery_backoff = 1000;
     strcpy(c->smtp_from, "chime <noreply@localhost>");
     c->webhook_timeout = 10000;
+    c->send_max_in_flight = 1024;
 }
 
 /* "2", "0.5", "1.25" seconds or "500ms", to whole milliseconds. */

@@ -42,6 +42,7 @@ typedef struct chime_config {
     char smtp_from[256];
     int64_t webhook_allow_private; /* 0/1: webhooks may reach private networks */
     int64_t webhook_timeout;/* ms per delivery attempt */
+    int64_t send_max_in_flight; /* webhook/email sends outstanding at once */
 } chime_config;
 
 void config_defaults(chime_config *c);

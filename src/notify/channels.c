@@ -269,6 +269,11 @@ void channels_free(channels *c)
     free(c);
 }
 
+int channels_capacity(const channels *c)
+{
+    return c->max_in_flight;
+}
+
 bool channels_email_enabled(const channels *c)
 {
     return c && c->smtp_url;

@@ -66,6 +66,9 @@ int channels_url_check(const char *url, char *err, size_t errlen);
 #define CHANNELS_BODY_MAX (1 << 20)
 #define CHANNELS_TEXT_MAX (1 << 20)
 
+/* How many sends may be outstanding at once (max_in_flight): a caller
+ * that keeps below it is never refused for a full queue. */
+int channels_capacity(const channels *c);
 /* Whether channels_email can send at all (an smtp_url was configured). */
 bool channels_email_enabled(const channels *c);
 /* Whether an outbound call may not go to this address: loopback,

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +106,8 @@ struct notify_engine {
     item_buf heap;      /* a binary min-heap on due_ms */
     result *results;
     int in_flight;      /* channel sends whose done has not come */
+    int sending;        /* webhook/email items taken from the heap, not yet handed on */
+    int send_cap;       /* in_flight + sending stays below: the channels' capacity */
     int groups_held;
 };
 
@@ -1414,10 +1417,22 @@ static void *worker_main(void *p)
         result *res = e->results;
         e->results = NULL;
         size_t n = 0;
+        int async = 0;
         int64_t now = base_now_ms();
-        while (n < NOTIFY_DELIVER_BATCH && e->heap.n > 0 && e->heap.v[0].due_ms <= now) batch[n++] = heap_pop(e);
+        bool full = false; /* the channels have no room: wait for a send to end */
+        while (n < NOTIFY_DELIVER_BATCH && e->heap.n > 0 && e->heap.v[0].due_ms <= now) {
+            if (strcmp(e->heap.v[0].channel, "inapp") != 0) {
+                if (e->in_flight + e->sending + async >= e->send_cap) {
+                    full = true;
+                    break;
+                }
+                async++;
+            }
+            batch[n++] = heap_pop(e);
+        }
+        e->sending += async;
         if (!res && n == 0) {
-            int64_t wake = e->heap.n > 0 ? e->heap.v[0].due_ms : now + 1000;
+            int64_t wake = e->heap.n > 0 && !full ? e->heap.v[0].due_ms : now + 1000;
             struct timespec ts = {.tv_sec = wake / 1000, .tv_nsec = (wake % 1000) * 1000000};
             pthread_cond_timedwait(&e->cv, &e->mu, &ts);
             continue;
@@ -1436,6 +1451,8 @@ static void *worker_main(void *p)
         deliver_inapp_batch(e, db, batch, k);
         deliver_async_batch(e, db, batch + k, n - k);
         pthread_mutex_lock(&e->mu);
+        e->sending -= async;
+        if (async) pthread_cond_broadcast(&e->cv); /* room for another worker's sends */
     }
     pthread_mutex_unlock(&e->mu);
     free(batch);
@@ -1500,6 +1517,7 @@ static bool webhooks_present(const char *url)
 int notify_engine_start(notify_engine *e)
 {
     e->has_webhooks = webhooks_present(e->o.db_url);
+    e->send_cap = e->o.channels ? channels_capacity(e->o.channels) : INT_MAX;
     if (e->serialize_writes) {
         if (!(e->shared = engine_db_open(e, "engine"))) return -1;
         if (store_exec(e->shared, "PRAGMA wal_autocheckpoint = 0") != STORE_OK ||

@@ -156,5 +156,36 @@ class TestChannels(ServerTest):
         self.assertEqual([r for r in HOOKS.requests if r["path"] == key], [])
 
 
+class TestSendBackpressure(ServerTest):
+    # Two sends at a time against a slow receiver, while 24 webhooks fall
+    # due in the same second: the rest wait their turn in the timer rather
+    # than being refused and retried, so each arrives once, first time.
+    server_args = FAST + ["--send-max-in-flight", "2"]
+
+    def test_sends_beyond_capacity_wait_their_turn(self):
+        admin, admin_token = self.server.new_user()
+        user, token = self.server.new_user()
+        key = "/slow/50"
+        r = self.server.post("/v1/me/webhooks", {"url": "http://127.0.0.1:%d%s" % (HOOKS.port, key),
+                                                 "secret": "s3cret-hook-key"}, token=token)
+        self.assertEqual(r.status, 201, r)
+        start = soon()
+        for i in range(24):
+            r = self.server.post("/v1/events", {"summary": "e%d" % i, "start": {"date_time": iso(start)},
+                                                "end": {"date_time": iso(start + 60)},
+                                                "reminders": [{"method": "webhook", "minutes_before": 0}]},
+                                 token=token)
+            self.assertEqual(r.status, 201, r)
+
+        def done():
+            r = self.server.get("/v1/admin/deliveries?state=done", token=admin_token)
+            return [d for d in r.json["items"] if d["user_id"] == user["id"]]
+        got = wait_for(lambda: len(done()) == 24 and done(), timeout=30)
+        self.assertEqual(len(got), 24, done())
+        self.assertEqual({d["attempts"] for d in got}, {1})
+        bodies = [json.loads(r["body"]) for r in HOOKS.requests if r["path"] == key]
+        self.assertEqual(sorted(b["summary"] for b in bodies), sorted("e%d" % i for i in range(24)))
+
+
 if __name__ == "__main__":
     main()
