@@ -236,8 +236,8 @@ channels *channels_new(const channels_config *cfg)
     /* Several sends to one receiver share a connection rather than each
      * opening their own. */
     curl_multi_setopt(c->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
-    curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 8L);
-    curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 64L);
+    curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 64L);
+    curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 256L);
     if (pthread_create(&c->thread, NULL, channels_thread, c) != 0) goto fail;
     return c;
 fail:

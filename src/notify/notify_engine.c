@@ -37,6 +37,11 @@
 #define NOTIFY_DELIVER_BATCH 512 /* in-app deliveries per transaction */
 #define NOTIFY_POLL_BATCH 1000   /* outbox rows re-claimed per poll transaction */
 #define NOTIFY_HEAP_MAX 400000   /* claims held in memory; beyond, the scanner waits */
+/* Channel answers are recorded in batches: an answer has no deadline (its
+ * row is held for NOTIFY_SEND_HOLD_MS), and a transaction per answer -- a
+ * worker woken per answer -- was what capped webhooks. */
+#define NOTIFY_RESULT_BATCH 512  /* answers recorded at once */
+#define NOTIFY_RESULT_WAIT_MS 20 /* ... or when the oldest has waited this long */
 
 typedef struct item {
     int64_t due_ms;   /* when to deliver (the heap's key); a backlog goes oldest first */
@@ -104,7 +109,10 @@ struct notify_engine {
     pthread_cond_t idle;/* free: no send in flight */
     bool stopping;
     item_buf heap;      /* a binary min-heap on due_ms */
-    result *results;
+    result *results;    /* channel answers not yet recorded (take_results) */
+    int nresults;
+    int64_t results_since; /* when the oldest of them came */
+    bool send_waiting;  /* a worker waits for room in the channels */
     int in_flight;      /* channel sends whose done has not come */
     int sending;        /* webhook/email items taken from the heap, not yet handed on */
     int send_cap;       /* in_flight + sending stays below: the channels' capacity */
@@ -1060,10 +1068,16 @@ static void send_done(void *ctx, bool ok, int http_status, const char *error)
         r->ok = ok;
         if (!ok) snprintf(r->error, sizeof r->error, "%s (status %d)", error ? error : "failed", http_status);
         r->next = e->results;
+        if (!e->results) e->results_since = base_now_ms();
         e->results = r;
+        e->nresults++;
     }
     if (--e->in_flight == 0) pthread_cond_broadcast(&e->idle);
-    pthread_cond_broadcast(&e->cv);
+    /* A worker is woken for the first answer (to time the batch), a full
+     * batch, or room for sends it waits to make -- not for every answer. */
+    bool wake = e->send_waiting || e->nresults == 1 || e->nresults == NOTIFY_RESULT_BATCH;
+    e->send_waiting = false;
+    if (wake) pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
     free(sc);
 }
@@ -1402,6 +1416,56 @@ static void apply_results(notify_engine *e, store *db, result *res)
     }
 }
 
+/* Under e->mu: the answers, when it is time to record them. */
+static result *take_results(notify_engine *e, int64_t now)
+{
+    if (!e->results) return NULL;
+    if (e->nresults < NOTIFY_RESULT_BATCH && now < e->results_since + NOTIFY_RESULT_WAIT_MS && !e->stopping)
+        return NULL;
+    result *res = e->results;
+    e->results = NULL;
+    e->nresults = 0;
+    return res;
+}
+
+/* Under e->mu: pops the due items into batch, webhook and email ones only
+ * while the channels have room (the rest wait in the heap: a send the
+ * channel refuses would be a failed attempt). Returns how many; *async
+ * counts the channel ones, *full says the channels stopped it. */
+static size_t take_due(notify_engine *e, item *batch, int64_t now, int *async, bool *full)
+{
+    size_t n = 0;
+    *async = 0;
+    *full = false;
+    while (n < NOTIFY_DELIVER_BATCH && e->heap.n > 0 && e->heap.v[0].due_ms <= now) {
+        if (strcmp(e->heap.v[0].channel, "inapp") != 0) {
+            if (e->in_flight + e->sending + *async >= e->send_cap) {
+                *full = e->send_waiting = true;
+                break;
+            }
+            ++*async;
+        }
+        batch[n++] = heap_pop(e);
+    }
+    e->sending += *async;
+    return n;
+}
+
+/* Outside e->mu: in-app items at the front, the channels' behind; each
+ * kind goes as one batch. */
+static void deliver_batch(notify_engine *e, store *db, item *batch, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(batch[i].channel, "inapp") == 0) {
+            item t = batch[k];
+            batch[k++] = batch[i];
+            batch[i] = t;
+        }
+    deliver_inapp_batch(e, db, batch, k);
+    deliver_async_batch(e, db, batch + k, n - k);
+}
+
 static void *worker_main(void *p)
 {
     notify_engine *e = p;
@@ -1414,47 +1478,31 @@ static void *worker_main(void *p)
     }
     pthread_mutex_lock(&e->mu);
     while (!e->stopping) {
-        result *res = e->results;
-        e->results = NULL;
-        size_t n = 0;
-        int async = 0;
         int64_t now = base_now_ms();
-        bool full = false; /* the channels have no room: wait for a send to end */
-        while (n < NOTIFY_DELIVER_BATCH && e->heap.n > 0 && e->heap.v[0].due_ms <= now) {
-            if (strcmp(e->heap.v[0].channel, "inapp") != 0) {
-                if (e->in_flight + e->sending + async >= e->send_cap) {
-                    full = true;
-                    break;
-                }
-                async++;
-            }
-            batch[n++] = heap_pop(e);
-        }
-        e->sending += async;
+        result *res = take_results(e, now);
+        int async;
+        bool full;
+        size_t n = take_due(e, batch, now, &async, &full);
         if (!res && n == 0) {
             int64_t wake = e->heap.n > 0 && !full ? e->heap.v[0].due_ms : now + 1000;
+            if (e->results && e->results_since + NOTIFY_RESULT_WAIT_MS < wake)
+                wake = e->results_since + NOTIFY_RESULT_WAIT_MS;
             struct timespec ts = {.tv_sec = wake / 1000, .tv_nsec = (wake % 1000) * 1000000};
             pthread_cond_timedwait(&e->cv, &e->mu, &ts);
             continue;
         }
         pthread_mutex_unlock(&e->mu);
         apply_results(e, db, res);
-        /* In-app ones at the front, the channels' behind; each kind goes
-         * as one batch. */
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++)
-            if (strcmp(batch[i].channel, "inapp") == 0) {
-                item t = batch[k];
-                batch[k++] = batch[i];
-                batch[i] = t;
-            }
-        deliver_inapp_batch(e, db, batch, k);
-        deliver_async_batch(e, db, batch + k, n - k);
+        deliver_batch(e, db, batch, n);
         pthread_mutex_lock(&e->mu);
         e->sending -= async;
         if (async) pthread_cond_broadcast(&e->cv); /* room for another worker's sends */
     }
+    /* Answers already in are recorded: dropped, their rows would be sent
+     * again after the hold. */
+    result *res = take_results(e, base_now_ms());
     pthread_mutex_unlock(&e->mu);
+    apply_results(e, db, res);
     free(batch);
     thread_db_close(e, db);
     return NULL;
