@@ -35,34 +35,7 @@ struct channels {
     chan_send *queue_head, *queue_tail;
     int outstanding;     /* accepted and not yet reported */
     bool stopping;
-    /* Easy handles of finished sends, kept for the next ones: a fresh
-     * handle's allocations and setup were a fifth of the sending thread's
-     * time. Reset before reuse (options only; buffers stay). */
-    CURL **spare;
-    int nspare;
 };
-
-/* A handle from the spares, reset, or a new one. */
-static CURL *easy_take(channels *c)
-{
-    CURL *e = NULL;
-    pthread_mutex_lock(&c->mu);
-    if (c->nspare > 0) e = c->spare[--c->nspare];
-    pthread_mutex_unlock(&c->mu);
-    if (!e) return curl_easy_init();
-    curl_easy_reset(e);
-    return e;
-}
-
-/* Keeps the handle for reuse while there is room, else frees it. */
-static void easy_give(channels *c, CURL *e)
-{
-    pthread_mutex_lock(&c->mu);
-    bool kept = c->spare && c->nspare < c->max_in_flight;
-    if (kept) c->spare[c->nspare++] = e;
-    pthread_mutex_unlock(&c->mu);
-    if (!kept) curl_easy_cleanup(e);
-}
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static CURLcode curl_init_rc;
@@ -81,7 +54,7 @@ chan_send *chan_send_new(channels *c, channels_done_fn done, void *ctx)
     s->c = c;
     s->done = done;
     s->ctx = ctx;
-    s->easy = easy_take(c);
+    s->easy = curl_easy_init();
     if (!s->easy) {
         free(s);
         return NULL;
@@ -100,7 +73,7 @@ chan_send *chan_send_new(channels *c, channels_done_fn done, void *ctx)
 void chan_send_free(chan_send *s)
 {
     if (!s) return;
-    easy_give(s->c, s->easy);
+    curl_easy_cleanup(s->easy);
     curl_slist_free_all(s->list);
     if (s->payload) sodium_memzero(s->payload, s->payload_len);
     free(s->payload);
@@ -257,9 +230,8 @@ channels *channels_new(const channels_config *cfg)
     c->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 10000;
     c->max_in_flight = cfg->max_in_flight > 0 ? cfg->max_in_flight : 256;
     c->multi = curl_multi_init();
-    c->spare = calloc((size_t)c->max_in_flight, sizeof *c->spare);
     pthread_mutex_init(&c->mu, NULL);
-    if (!c->smtp_from || !c->from_addr || !c->msgid_domain || !c->multi || !c->spare || (cfg->smtp_url && cfg->smtp_url[0] && !c->smtp_url))
+    if (!c->smtp_from || !c->from_addr || !c->msgid_domain || !c->multi || (cfg->smtp_url && cfg->smtp_url[0] && !c->smtp_url))
         goto fail;
     /* Several sends to one receiver share a connection rather than each
      * opening their own. */
@@ -271,7 +243,6 @@ channels *channels_new(const channels_config *cfg)
 fail:
     log_error("channels: cannot start the sending thread");
     if (c->multi) curl_multi_cleanup(c->multi);
-    free(c->spare);
     pthread_mutex_destroy(&c->mu);
     free(c->smtp_url);
     free(c->smtp_from);
@@ -290,8 +261,6 @@ void channels_free(channels *c)
     curl_multi_wakeup(c->multi);
     pthread_join(c->thread, NULL);
     curl_multi_cleanup(c->multi);
-    for (int i = 0; i < c->nspare; i++) curl_easy_cleanup(c->spare[i]);
-    free(c->spare);
     pthread_mutex_destroy(&c->mu);
     free(c->smtp_url);
     free(c->smtp_from);
