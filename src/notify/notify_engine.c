@@ -661,6 +661,9 @@ static void scanner_yield(notify_engine *e)
     for (;;) {
         int64_t now = base_now_ms();
         if (e->stopping || now >= give_up || e->heap.n == 0 || e->heap.v[0].due_ms > now - NOTIFY_BEHIND_MS) break;
+        /* Behind on sends the channels have no room for: waiting would
+         * not let the workers catch up, only starve the claims. */
+        if (strcmp(e->heap.v[0].channel, "inapp") != 0 && e->in_flight + e->sending >= e->send_cap) break;
         int64_t wake = now + 2;
         struct timespec ts = {.tv_sec = wake / 1000, .tv_nsec = (wake % 1000) * 1000000};
         pthread_cond_timedwait(&e->cv, &e->mu, &ts);
@@ -1178,14 +1181,21 @@ static void send_job_free(send_job *j)
 #define ASYNC_HOLD(BATCH) "UPDATE deliveries SET next_attempt_ms = $2 WHERE " BATCH /* $2: until when */
 #define ASYNC_DONE(BATCH)                                                                                  \
     "UPDATE deliveries SET state = 'done', attempts = attempts + 1, updated_ms = $2 WHERE " BATCH
-/* What to send: the columns payload_of reads, then target, secret, id. */
+/* What to send, for the batch's pending rows: the columns payload_of
+ * reads, then target, secret, id; live = its reminder and endpoint still
+ * exist; busy = a send of it is in flight ($2: the latest next attempt a
+ * row not being sent can have -- a send holds it NOTIFY_SEND_HOLD_MS). A
+ * row can be in the heap twice (an outbox poll took it over while it
+ * waited past its hold): busy keeps the second copy from sending again. */
 #define ASYNC_READ(BATCH_D)                                                                                \
-    "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, w.url, w.secret, d.id FROM deliveries d "  \
-    "JOIN webhooks w ON w.id = d.endpoint_id WHERE d.channel = 'webhook' AND " BATCH_D " AND "             \
-    "EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id) UNION ALL "                             \
-    "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, u.email, '', d.id FROM deliveries d "      \
-    "JOIN users u ON u.id = d.user_id WHERE d.channel = 'email' AND " BATCH_D " AND "                      \
-    "EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id)"
+    "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, w.url, w.secret, d.id, "                   \
+    "CASE WHEN w.id IS NOT NULL AND " ASYNC_LIVE " THEN 1 ELSE 0 END, " ASYNC_BUSY " FROM deliveries d "   \
+    "LEFT JOIN webhooks w ON w.id = d.endpoint_id WHERE d.channel = 'webhook' AND " BATCH_D " UNION ALL "   \
+    "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, u.email, '', d.id, "                        \
+    "CASE WHEN u.id IS NOT NULL AND " ASYNC_LIVE " THEN 1 ELSE 0 END, " ASYNC_BUSY " FROM deliveries d "   \
+    "LEFT JOIN users u ON u.id = d.user_id WHERE d.channel = 'email' AND " BATCH_D
+#define ASYNC_LIVE "EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id)"
+#define ASYNC_BUSY "CASE WHEN d.next_attempt_ms > $2 THEN 1 ELSE 0 END"
 
 static int item_cmp_id(const void *a, const void *b)
 {
@@ -1221,8 +1231,11 @@ static bool send_job_fill(notify_engine *e, store_stmt *st, const item *it, int6
     return false; /* stays pending: retried after the hold */
 }
 
-/* The batch being read: candidates sorted by id, and what became of each. */
-enum { SEND_UNSEEN, SEND_SEEN, SEND_TAKEN };
+/* The batch being read: candidates sorted by id, and what became of each:
+ * not pending any more (UNSEEN, nothing to do), being sent elsewhere
+ * (BUSY, likewise), its reminder or endpoint gone (GONE: cancelled), or
+ * made into a job (TAKEN: held for the send). */
+enum { SEND_UNSEEN, SEND_BUSY, SEND_GONE, SEND_TAKEN };
 typedef struct send_read {
     notify_engine *e;
     int64_t now;
@@ -1233,22 +1246,24 @@ typedef struct send_read {
     size_t k;
 } send_read;
 
-static int send_read_row(send_read *s, store_stmt *st)
+static void send_read_row(send_read *s, store_stmt *st)
 {
     item key;
     snprintf(key.id, sizeof key.id, "%s", store_col_text(st, 6));
     item *it = bsearch(&key, s->cands, s->n, sizeof key, item_cmp_id);
-    if (!it || s->fate[it - s->cands] != SEND_UNSEEN) return STORE_OK;
-    s->fate[it - s->cands] = SEND_SEEN;
-    if (send_job_fill(s->e, st, it, s->now, &s->jobs[s->k])) {
-        s->fate[it - s->cands] = SEND_TAKEN;
+    if (!it || s->fate[it - s->cands] != SEND_UNSEEN) return;
+    char *fate = &s->fate[it - s->cands];
+    if (store_col_int64(st, 8)) *fate = SEND_BUSY;
+    else if (!store_col_int64(st, 7)) *fate = SEND_GONE;
+    else if (send_job_fill(s->e, st, it, s->now, &s->jobs[s->k])) {
+        *fate = SEND_TAKEN;
         s->k++;
     }
-    return STORE_OK;
+    /* else left UNSEEN: stays pending, retried after its hold */
 }
 
 /* Reads the candidates' sends, holds the ones to go, and cancels the ones
- * the read did not return (done already, or reminder or endpoint gone). */
+ * whose reminder or endpoint is gone. */
 static int send_read_all(notify_engine *e, store *db, send_read *s)
 {
     bool pg = store_backend_of(db) == STORE_PG;
@@ -1256,6 +1271,7 @@ static int send_read_all(notify_engine *e, store *db, send_read *s)
     if (!ids) return STORE_ERROR;
     store_stmt *st = store_prepare(db, pg ? ASYNC_READ(BATCH_PG_OF("d.")) : ASYNC_READ(BATCH_SQLITE_OF("d.")));
     store_bind_str(st, 1, ids);
+    store_bind_int64(st, 2, s->now + NOTIFY_HOLD_MS);
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) send_read_row(s, st);
     store_reset(st);
@@ -1266,7 +1282,7 @@ static int send_read_all(notify_engine *e, store *db, send_read *s)
     rc = hold && cancel ? STORE_OK : STORE_ERROR;
     for (size_t i = 0; i < s->n && rc == STORE_OK; i++) {
         if (s->fate[i] == SEND_TAKEN) hold[nhold++] = s->cands[i];
-        if (s->fate[i] == SEND_UNSEEN) cancel[ncancel++] = s->cands[i];
+        if (s->fate[i] == SEND_GONE) cancel[ncancel++] = s->cands[i];
     }
     if (rc == STORE_OK)
         rc = items_exec(db, pg ? ASYNC_HOLD(BATCH_PG) : ASYNC_HOLD(BATCH_SQLITE), hold, nhold,
