@@ -189,8 +189,11 @@ def main():
             if r is None:
                 continue  # queries below use a floating rule
             span = (occ[-1] - start) if len(occ) > 1 else timedelta(days=800)
+            # Probe points stay inside datetime's range: a sparse rule's
+            # span can reach past year 9999 (an OverflowError, seen once).
+            room = int((datetime(9999, 1, 1) - start).total_seconds())
             for _ in range(2):
-                t = start + timedelta(seconds=rng.randint(-3600, int(span.total_seconds() * 1.2) + 3600))
+                t = start + timedelta(seconds=rng.randint(-3600, min(room, int(span.total_seconds() * 1.2) + 3600)))
                 t = t.replace(microsecond=0)
                 nxt = r.after(t)
                 cases.append((dict(base, tzid=None, after=fmt(t)),
