@@ -282,10 +282,15 @@ int lease_hold_release(store *db, lease_hold *h)
     return rc;
 }
 
-/* mu held. */
-static bool current(const lease_hold *h, uint64_t tenure)
+/* mu held. Is this tenure current? One whose time ran out on this node's
+ * clock is over, and ended here: left "held", no later acquire would ask
+ * the database again, and the lease would be lost to this node for good. */
+static bool current(lease_hold *h, uint64_t tenure)
 {
-    return h->held && h->tenure == tenure && base_mono_ns() - h->renewed_ns < h->ttl_ms * 1000000;
+    if (!h->held || h->tenure != tenure) return false;
+    if (base_mono_ns() - h->renewed_ns < h->ttl_ms * 1000000) return true;
+    h->held = false;
+    return false;
 }
 
 bool lease_hold_valid(lease_hold *h, uint64_t tenure)

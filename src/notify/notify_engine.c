@@ -22,6 +22,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -730,6 +731,7 @@ static int claim_tx(notify_engine *e, store *db, int *gi, int quota, item_buf *o
         }
         rc = lease_hold_fence_in(db, &g->hold, g->tenure, NULL);
         if (rc == LEASE_LOST) {
+            log_warn("reminders: lease group %d lapsed before its claim", *gi);
             g->held = false;
             rc = STORE_OK;
             ++*gi;
@@ -901,25 +903,37 @@ static int count_held(notify_engine *e)
     return n;
 }
 
+/* Renews every group we hold in one statement (one round trip, one
+ * commit). Should it fail, the holds stay as they were and lapse unless
+ * the next heartbeat does better. */
+static void renew_held(notify_engine *e, store *db)
+{
+    lease_hold **hs = malloc((size_t)e->o.groups * sizeof *hs);
+    int *res = malloc((size_t)e->o.groups * sizeof *res);
+    if (!hs || !res) abort();
+    size_t n = 0;
+    for (int i = 0; i < e->o.groups; i++)
+        if (e->groups[i].held) hs[n++] = &e->groups[i].hold;
+    if (lease_hold_renew_many(db, hs, n, e->o.lease_ttl_ms, res) != STORE_OK)
+        log_warn("reminders: lease renewals failed: %s", store_errmsg(db));
+    for (size_t k = 0; k < n; k++) {
+        group *g = (group *)((char *)hs[k] - offsetof(group, hold)); /* renew_many reorders hs */
+        if (res[k] == LEASE_LOST || !lease_hold_valid(&g->hold, g->tenure)) {
+            log_warn("reminders: lost lease group %d", (int)(g - e->groups));
+            g->held = false;
+        }
+    }
+    free(hs);
+    free(res);
+}
+
 /* Renews what we hold, then moves toward an equal share: ceil(groups /
  * live nodes). Surplus is released at once, so a joining node finds free
  * groups at its next heartbeat; a dead node's expire after the lease TTL. */
 static void rebalance(notify_engine *e, store *db)
 {
-    /* One transaction for every renewal: one commit (one fsync on SQLite)
-     * per heartbeat, not one per group. Should it fail, the holds' epochs
-     * are ahead of the database and the next fence ends those tenures. */
-    bool tx = store_begin(db) == STORE_OK;
-    for (int i = 0; i < e->o.groups; i++) {
-        group *g = &e->groups[i];
-        if (!g->held) continue;
-        int rc = lease_hold_renew(db, &g->hold, e->o.lease_ttl_ms);
-        if (rc == LEASE_LOST || !lease_hold_valid(&g->hold, g->tenure)) {
-            log_warn("reminders: lost lease group %d", i);
-            g->held = false;
-        }
-    }
-    if (tx && store_commit(db) != STORE_OK) log_warn("reminders: lease renewals failed: %s", store_errmsg(db));
+    int was = count_held(e);
+    renew_held(e, db);
     int64_t live = 1;
     if (nodes_live_count(db, e->o.lease_ttl_ms, &live) < 0 || live < 1) live = 1;
     int target = (int)((e->o.groups + live - 1) / live);
@@ -927,7 +941,11 @@ static void rebalance(notify_engine *e, store *db)
     unsigned char r[2];
     base_random(r, sizeof r);
     int start = (r[0] | r[1] << 8) % e->o.groups;
-    for (int k = 0; k < e->o.groups && held < target; k++) {
+    /* Acquiring takes a transaction per group: on a slow database, the
+     * first of a long run would lapse before the claims got to it. So at
+     * most a heartbeat's worth of acquiring here; the rest next time. */
+    int64_t stop_at = base_now_ms() + e->o.heartbeat_ms;
+    for (int k = 0; k < e->o.groups && held < target && base_now_ms() < stop_at; k++) {
         group *g = &e->groups[(start + k) % e->o.groups];
         if (g->held) continue;
         if (lease_hold_acquire(db, &g->hold, e->o.lease_ttl_ms, &g->tenure) == LEASE_OK) {
@@ -942,6 +960,8 @@ static void rebalance(notify_engine *e, store *db)
         g->held = false;
         held--;
     }
+    if (held != was) log_info("reminders: holding %d of %d lease groups (%lld live nodes)", held, e->o.groups,
+                              (long long)live);
     pthread_mutex_lock(&e->mu);
     e->groups_held = held;
     pthread_mutex_unlock(&e->mu);
@@ -1072,6 +1092,7 @@ static void *scanner_main(void *p)
     if (tick < 10) tick = 10;
     int64_t next_beat = 0;
     do {
+        int64_t t0 = base_now_ms();
         heartbeat_if_due(e, db, &next_beat);
         write_lock(e);
         int done;
@@ -1080,6 +1101,10 @@ static void *scanner_main(void *p)
         write_unlock(e);
         poll_outbox_all(e, db);
         claim_all(e, db, &next_beat);
+        /* Leases lapse when a pass outlasts them between heartbeats: worth
+         * knowing when they are lost. */
+        int64_t took = base_now_ms() - t0;
+        if (took > e->o.lease_ttl_ms / 2) log_warn("reminders: a scanner pass took %lld ms", (long long)took);
     } while (sleep_until(e, base_now_ms() + tick));
     write_lock(e);
     release_all(e, db);

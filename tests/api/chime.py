@@ -7,6 +7,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -156,8 +157,23 @@ class ServerTest(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        code = cls.server.stop()
+        try:
+            code = cls.server.stop()
+        finally:
+            if getattr(cls, "_failed", False):
+                # The server's side of a failure, kept in the test's log (the
+                # server's own file goes with the test's temporary directory).
+                tail = cls.server.log().splitlines()[-200:]
+                sys.stderr.write("---- last %d lines of the server log of %s ----\n%s\n----\n"
+                                 % (len(tail), cls.__name__, "\n".join(tail)))
         assert code == 0, "server exit code %s\n%s" % (code, cls.server.log()[-3000:])
+
+    def run(self, result=None):
+        bad = (len(result.failures) + len(result.errors)) if result else 0
+        out = super().run(result)
+        if result and len(result.failures) + len(result.errors) > bad:
+            type(self)._failed = True
+        return out
 
     def assertError(self, r, status, field=None, code=None):
         self.assertEqual(r.status, status, r)

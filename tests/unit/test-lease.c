@@ -226,6 +226,37 @@ static void test_hold_tenure(void **state)
     lease_hold_destroy(&h);
 }
 
+/* A tenure whose time ran out on this node's clock, with no renewal to
+ * notice, is over: a fence refuses it and ends it, so the lease can be
+ * acquired again once the row expires. (The reminder engine lost groups
+ * for good this way: its fence said LEASE_LOST, but the hold stayed
+ * "held" and every later acquire answered LEASE_TAKEN without asking.) */
+static void test_lapsed_tenure_ends(void **state)
+{
+    store *s = ((testdb *)*state)->s;
+    lease_hold h;
+    lease_hold_init(&h, "a", "n1");
+    uint64_t t1 = 0, t2 = 0;
+    int64_t fe = 0;
+    assert_int_equal(lease_hold_acquire(s, &h, 200, &t1), LEASE_OK);
+    nap_ms(300);
+    assert_int_equal(lease_hold_fence_begin(s, &h, t1, &fe), LEASE_LOST);
+    assert_int_equal(lease_hold_epoch(&h), -1);
+    assert_int_equal(lease_hold_acquire(s, &h, 60000, &t2), LEASE_OK);
+    assert_true(t2 != t1);
+    assert_int_equal(lease_hold_fence_begin(s, &h, t2, &fe), LEASE_OK);
+    assert_int_equal(lease_hold_fence_end(s, &h, false), STORE_OK);
+
+    /* the same when it is a validity check that finds the time run out */
+    assert_int_equal(lease_hold_release(s, &h), LEASE_OK);
+    assert_int_equal(lease_hold_acquire(s, &h, 200, &t1), LEASE_OK);
+    nap_ms(300);
+    assert_false(lease_hold_valid(&h, t1));
+    assert_int_equal(lease_hold_acquire(s, &h, 60000, &t2), LEASE_OK);
+    assert_true(lease_hold_valid(&h, t2));
+    lease_hold_destroy(&h);
+}
+
 /* Several leases fenced inside one transaction: a lease found lost is left
  * out (its tenure ends) while the transaction carries on with the rest. */
 static void test_fence_in_shares_a_transaction(void **state)
@@ -373,6 +404,7 @@ int main(void)
         TESTDB_TEST(test_fence),
         TESTDB_TEST(test_fence_blocks_takeover),
         TESTDB_TEST(test_hold_tenure),
+        TESTDB_TEST(test_lapsed_tenure_ends),
         TESTDB_TEST(test_fence_in_shares_a_transaction),
         TESTDB_TEST(test_renew_many),
         TESTDB_TEST(test_one_winner),
