@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,6 +82,15 @@ void base_sha256_hex(const void *data, size_t len, char out[65])
 bool base_equal_ct(const void *a, const void *b, size_t len)
 {
     return sodium_memcmp(a, b, len) == 0;
+}
+
+void *base_grow(void *v, size_t size, size_t *cap)
+{
+    size_t ncap = *cap ? *cap * 2 : 16;
+    if (ncap < *cap || size == 0 || ncap > SIZE_MAX / size) return NULL;
+    void *grown = realloc(v, ncap * size);
+    if (grown) *cap = ncap;
+    return grown;
 }
 
 void base_format_rfc3339_ms(int64_t ms, char *buf, size_t size)

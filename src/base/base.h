@@ -30,6 +30,12 @@ void base_sha256_hex(const void *data, size_t len, char out[65]);
 /* Constant-time equality of two byte strings of the same length. */
 bool base_equal_ct(const void *a, const void *b, size_t len);
 
+/* Growing arrays: v (capacity *cap elements of `size` bytes, possibly
+ * NULL and 0) reallocated to twice the capacity (16 at first). Returns the
+ * new storage and updates *cap, or NULL when out of memory -- v and *cap
+ * untouched, still the caller's. Call when the array is full. */
+void *base_grow(void *v, size_t size, size_t *cap);
+
 /* RFC 3339 UTC with milliseconds, "2026-11-22T04:18:00.123Z"; buf >= 32. */
 void base_format_rfc3339_ms(int64_t ms, char *buf, size_t size);
 

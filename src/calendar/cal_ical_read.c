@@ -575,8 +575,7 @@ static int collect(reader *r, vevent **out, size_t *n)
             }
             if (*n == ICAL_MAX_EVENTS) return fail(r, c->line, "more than %d VEVENTs in one file", ICAL_MAX_EVENTS);
             if (*n == cap) {
-                cap = cap ? cap * 2 : 16;
-                vevent *grown = realloc(*out, cap * sizeof *grown);
+                vevent *grown = base_grow(*out, sizeof *grown, &cap);
                 if (!grown) return fail(r, c->line, "out of memory");
                 *out = grown;
             }

@@ -592,8 +592,7 @@ int cal_overrides_load(store *db, int64_t event_id, cal_override **out, size_t *
     *n = 0;
     while ((rc = store_step(st)) == STORE_ROW) {
         if (*n == cap) {
-            cap = cap ? cap * 2 : 8;
-            cal_override *grown = realloc(*out, cap * sizeof *grown);
+            cal_override *grown = base_grow(*out, sizeof *grown, &cap);
             if (!grown) {
                 rc = STORE_ERROR;
                 break;
@@ -685,8 +684,7 @@ static int events_read(store_stmt *st, cal_listing *l)
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
         if (l->nevents == cap) {
-            cap = cap ? cap * 2 : 16;
-            cal_event *grown = realloc(l->events, cap * sizeof *grown);
+            cal_event *grown = base_grow(l->events, sizeof *grown, &cap);
             if (!grown) {
                 rc = STORE_ERROR;
                 break;
@@ -722,8 +720,7 @@ static int overrides_read(store_stmt *st, cal_listing *l)
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
         if (l->noverrides == cap) {
-            cap = cap ? cap * 2 : 16;
-            cal_override *grown = realloc(l->overrides, cap * sizeof *grown);
+            cal_override *grown = base_grow(l->overrides, sizeof *grown, &cap);
             if (!grown) {
                 rc = STORE_ERROR;
                 break;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
+
 struct jobs_registry {
     tz_db *tz;
     jobs_job *jobs;
@@ -88,14 +90,12 @@ int jobs_register(jobs_registry *r, const jobs_def *def, char *err, size_t errle
     j.misfire_after_ms = def->misfire_after_ms > 0 ? def->misfire_after_ms : 60000;
     j.max_run_ms = def->max_run_ms > 0 ? def->max_run_ms : 0;
     if (r->n == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 8;
-        jobs_job *nj = realloc(r->jobs, cap * sizeof *nj);
+        jobs_job *nj = base_grow(r->jobs, sizeof *nj, &r->cap);
         if (!nj) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
         r->jobs = nj;
-        r->cap = cap;
     }
     r->jobs[r->n++] = j;
     return 0;

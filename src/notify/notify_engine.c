@@ -44,11 +44,21 @@
 #define NOTIFY_RESULT_BATCH 512  /* answers recorded at once */
 #define NOTIFY_RESULT_WAIT_MS 20 /* ... or when the oldest has waited this long */
 
+/* A delivery's channel as an item carries it (rows name it in text). */
+typedef enum chan { CHAN_INAPP, CHAN_WEBHOOK, CHAN_EMAIL } chan;
+
 typedef struct item {
     int64_t due_ms;   /* when to deliver (the heap's key); a backlog goes oldest first */
     char id[NOTIFY_ID_LEN + 1];
-    char channel[8];
+    chan channel;
 } item;
+
+/* Anything but in-app and webhook is taken as email, as the send path
+ * did before items carried an enum (the schema allows only the three). */
+static chan chan_of(const char *name)
+{
+    return strcmp(name, "inapp") == 0 ? CHAN_INAPP : strcmp(name, "webhook") == 0 ? CHAN_WEBHOOK : CHAN_EMAIL;
+}
 
 typedef struct item_buf {
     item *v;
@@ -136,11 +146,9 @@ static void write_unlock(notify_engine *e)
 static bool buf_add(item_buf *b, const item *it)
 {
     if (b->n == b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        item *grown = realloc(b->v, cap * sizeof *grown);
+        item *grown = base_grow(b->v, sizeof *grown, &b->cap);
         if (!grown) return false;
         b->v = grown;
-        b->cap = cap;
     }
     b->v[b->n++] = *it;
     return true;
@@ -244,22 +252,22 @@ typedef enum claim_fate { FATE_PENDING, FATE_MISSED, FATE_DONE } claim_fate;
 /* Advances the claimed reminders: [id, fire, next, occurrence, start] per
  * row; the compare on next_fire_ms leaves a row recomputed meanwhile to
  * the next scan. Returns the ids that moved. */
-#define CLAIM_ADVANCE(LIST)                                                                                \
+#define CLAIM_ADVANCE_PG                                                                                   \
     "UPDATE reminders SET floor_ms = v.fire, next_fire_ms = v.next, occurrence_ms = v.occ, "               \
     "start_ms = v.start FROM (SELECT " AT(0) " AS id, " AT(1) " AS fire, " AT(2) " AS next, " AT(3)        \
-    " AS occ, " AT(4) " AS start FROM " LIST ") v "                                                        \
+    " AS occ, " AT(4) " AS start FROM " LIST_PG ") v "                                                     \
     "WHERE reminders.id = v.id AND reminders.next_fire_ms = v.fire RETURNING reminders.id"
 #define CLAIM_ENDPOINTS(LIST_TEXT)                                                                         \
     "SELECT user_id, id FROM webhooks WHERE user_id IN (SELECT CAST(j.value AS BIGINT) FROM " LIST_TEXT    \
     ") ORDER BY user_id, id"
 /* The delivery rows, one array each (see claim_deliveries); $2 is now.
  * RETURNING names the rows actually inserted. */
-#define CLAIM_DELIVERIES(LIST)                                                                             \
+#define CLAIM_DELIVERIES_PG                                                                                \
     "INSERT INTO deliveries (id, reminder_id, event_id, user_id, channel, endpoint_id, summary, "          \
     "occurrence_ms, due_ms, late, state, attempts, next_attempt_ms, fired_ms, created_ms, updated_ms) "     \
     "SELECT " AT_TEXT(0) ", " AT(1) ", " AT(2) ", " AT(3) ", " AT_TEXT(4) ", " AT(5) ", " AT_TEXT(6) ", "   \
     AT(7) ", " AT(8) ", " AT(9) ", " AT_TEXT(10) ", " AT(11) ", " AT(12) ", " AT(13)                       \
-    ", CAST($2 AS BIGINT), CAST($2 AS BIGINT) FROM " LIST " WHERE true "                                   \
+    ", CAST($2 AS BIGINT), CAST($2 AS BIGINT) FROM " LIST_PG " WHERE true "                                \
     "ON CONFLICT (id) DO NOTHING RETURNING id, channel, due_ms, state"
 /* The inbox rows of in-app deliveries the claim made done. */
 #define CLAIM_INBOX(LIST_TEXT)                                                                             \
@@ -320,11 +328,9 @@ typedef struct i64_buf {
 static int i64_add(i64_buf *b, int64_t x)
 {
     if (b->n == b->cap) {
-        size_t cap = b->cap ? 2 * b->cap : 64;
-        int64_t *v = realloc(b->v, cap * sizeof *v);
+        int64_t *v = base_grow(b->v, sizeof *v, &b->cap);
         if (!v) return STORE_ERROR;
         b->v = v;
-        b->cap = cap;
     }
     b->v[b->n++] = x;
     return STORE_OK;
@@ -362,7 +368,7 @@ static int advance_pg(store *db, const claim_adv *a, int n, bool *won)
                                                   json_opt(a[i].has, a[i].start))))
             rc = STORE_ERROR;
     i64_buf moved = {0};
-    if (rc == STORE_OK) rc = list_exec(db, CLAIM_ADVANCE(LIST_PG), list, NULL, i64_row0, &moved);
+    if (rc == STORE_OK) rc = list_exec(db, CLAIM_ADVANCE_PG, list, NULL, i64_row0, &moved);
     json_decref(list);
     if (moved.n) qsort(moved.v, moved.n, sizeof *moved.v, cmp_i64);
     for (int i = 0; i < n; i++)
@@ -437,11 +443,9 @@ static int claim_delivery_add(del_buf *b, const due_row *r, const char *channel,
                               bool late)
 {
     if (b->n == b->cap) {
-        size_t cap = b->cap ? 2 * b->cap : 256;
-        claim_del *v = realloc(b->v, cap * sizeof *v);
+        claim_del *v = base_grow(b->v, sizeof *v, &b->cap);
         if (!v) return STORE_ERROR;
         b->v = v;
-        b->cap = cap;
     }
     claim_del *d = &b->v[b->n++];
     *d = (claim_del){.r = r, .channel = channel, .endpoint = endpoint, .fate = fate, .late = late};
@@ -451,7 +455,7 @@ static int claim_delivery_add(del_buf *b, const due_row *r, const char *channel,
 
 static const char *const claim_states[] = {"pending", "missed", "done"};
 
-/* PostgreSQL: the rows as one list, one array each in CLAIM_DELIVERIES'
+/* PostgreSQL: the rows as one list, one array each in CLAIM_DELIVERIES_PG'
  * column order. */
 static json_t *claim_deliveries_json(const del_buf *b, int64_t now)
 {
@@ -534,7 +538,7 @@ static int claim_took(claim_out *o, const char *id, const char *channel, int64_t
     if (strcmp(state, "pending") != 0) return STORE_OK;
     item it = {.due_ms = due_ms};
     snprintf(it.id, sizeof it.id, "%s", id);
-    snprintf(it.channel, sizeof it.channel, "%s", channel);
+    it.channel = chan_of(channel);
     return buf_add(o->timer, &it) ? STORE_OK : STORE_ERROR;
 }
 
@@ -551,7 +555,7 @@ static int claim_deliveries(store *db, const del_buf *b, int64_t now, claim_out 
     if (b->n == 0) return STORE_OK;
     if (store_backend_of(db) == STORE_PG) {
         json_t *list = claim_deliveries_json(b, now);
-        int rc = list ? list_exec(db, CLAIM_DELIVERIES(LIST_PG), list, &now, claim_inserted, o) : STORE_ERROR;
+        int rc = list ? list_exec(db, CLAIM_DELIVERIES_PG, list, &now, claim_inserted, o) : STORE_ERROR;
         json_decref(list);
         return rc;
     }
@@ -793,7 +797,7 @@ static void scanner_yield(notify_engine *e)
         if (e->stopping || now >= give_up || e->heap.n == 0 || e->heap.v[0].due_ms > now - NOTIFY_BEHIND_MS) break;
         /* Behind on sends the channels have no room for: waiting would
          * not let the workers catch up, only starve the claims. */
-        if (strcmp(e->heap.v[0].channel, "inapp") != 0 && e->in_flight + e->sending >= e->send_cap) break;
+        if (e->heap.v[0].channel != CHAN_INAPP && e->in_flight + e->sending >= e->send_cap) break;
         int64_t wake = now + 2;
         struct timespec ts = {.tv_sec = wake / 1000, .tv_nsec = (wake % 1000) * 1000000};
         pthread_cond_timedwait(&e->cv, &e->mu, &ts);
@@ -865,7 +869,7 @@ static int poll_outbox(notify_engine *e, store *db)
     while ((rc = store_step(st)) == STORE_ROW) {
         item it = {.due_ms = store_col_int64(st, 2)};
         snprintf(it.id, sizeof it.id, "%s", store_col_text(st, 0));
-        snprintf(it.channel, sizeof it.channel, "%s", store_col_text(st, 1));
+        it.channel = chan_of(store_col_text(st, 1));
         if (!buf_add(&buf, &it)) break;
     }
     store_reset(st);
@@ -1165,8 +1169,10 @@ static int batch_exec(store *db, const char *sql, const char *ids, int64_t now, 
 #define BATCH_PG BATCH_PG_OF("")
 #define LATE_SQL "CASE WHEN $2 - due_ms > $3 THEN 1 ELSE 0 END"
 #define REMINDER_LIVE "EXISTS (SELECT 1 FROM reminders r WHERE r.id = deliveries.reminder_id)"
-/* The three statements, over either backend's BATCH; $2 now, $3 grace. */
-#define INAPP_MISSED(BATCH)                                                                                \
+/* Under the skip policy, the late ones of a batch are missed (both paths).
+ * The in-app path's three statements are this one and the two below.
+ * Over either backend's BATCH; $2 now, $3 grace. */
+#define LATE_MISSED(BATCH)                                                                                 \
     "UPDATE deliveries SET state = 'missed', late = 1, updated_ms = $2 WHERE " BATCH " AND $2 - due_ms > $3"
 #define INAPP_INBOX(BATCH)                                                                                 \
     "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, due_ms, "      \
@@ -1187,7 +1193,7 @@ static int deliver_inapp_sql(notify_engine *e, store *db, const char *ids, int64
     bool pg = store_backend_of(db) == STORE_PG;
     int rc;
     if (e->o.late_policy == NOTIFY_LATE_SKIP &&
-        (rc = batch_exec(db, pg ? INAPP_MISSED(BATCH_PG) : INAPP_MISSED(BATCH_SQLITE), ids, now, &e->o.grace_ms)) !=
+        (rc = batch_exec(db, pg ? LATE_MISSED(BATCH_PG) : LATE_MISSED(BATCH_SQLITE), ids, now, &e->o.grace_ms)) !=
             STORE_OK)
         return rc;
     rc = batch_exec(db, pg ? INAPP_INBOX(BATCH_PG) : INAPP_INBOX(BATCH_SQLITE), ids, now, &e->o.grace_ms);
@@ -1329,7 +1335,6 @@ static void send_job_free(send_job *j)
 
 /* Inside the transaction: reads what to send and pushes the next attempt
  * past the send's own timeout -- set statements for the whole batch. */
-#define ASYNC_MISSED(BATCH) "UPDATE deliveries SET state = 'missed', late = 1, updated_ms = $2 WHERE " BATCH
 #define ASYNC_CANCEL(BATCH) "UPDATE deliveries SET state = 'cancelled', updated_ms = $2 WHERE " BATCH
 #define ASYNC_HOLD(BATCH) "UPDATE deliveries SET next_attempt_ms = $2 WHERE " BATCH /* $2: until when */
 #define ASYNC_DONE(BATCH)                                                                                  \
@@ -1356,12 +1361,12 @@ static int item_cmp_id(const void *a, const void *b)
 }
 
 /* One set statement over a subset of items (nothing to do when empty). */
-static int items_exec(store *db, const char *sql, const item *its, size_t n, int64_t at)
+static int items_exec(store *db, const char *sql, const item *its, size_t n, int64_t at, const int64_t *arg3)
 {
     if (n == 0) return STORE_OK;
     char *ids = ids_json(its, n);
     if (!ids) return STORE_ERROR;
-    int rc = batch_exec(db, sql, ids, at, NULL);
+    int rc = batch_exec(db, sql, ids, at, arg3);
     free(ids);
     return rc;
 }
@@ -1372,7 +1377,7 @@ static bool send_job_fill(notify_engine *e, store_stmt *st, const item *it, int6
     memset(j, 0, sizeof *j);
     j->it = *it;
     j->late = is_late(e, it, now);
-    j->webhook = strcmp(it->channel, "webhook") == 0;
+    j->webhook = it->channel == CHAN_WEBHOOK;
     json_t *pl = payload_of(st, it, j->late, now, j->webhook ? "webhook" : "email");
     j->body = pl ? json_dumps(pl, JSON_COMPACT) : NULL;
     json_decref(pl);
@@ -1439,9 +1444,9 @@ static int send_read_all(notify_engine *e, store *db, send_read *s)
     }
     if (rc == STORE_OK)
         rc = items_exec(db, pg ? ASYNC_HOLD(BATCH_PG) : ASYNC_HOLD(BATCH_SQLITE), hold, nhold,
-                        s->now + NOTIFY_SEND_HOLD_MS);
+                        s->now + NOTIFY_SEND_HOLD_MS, NULL);
     if (rc == STORE_OK)
-        rc = items_exec(db, pg ? ASYNC_CANCEL(BATCH_PG) : ASYNC_CANCEL(BATCH_SQLITE), cancel, ncancel, s->now);
+        rc = items_exec(db, pg ? ASYNC_CANCEL(BATCH_PG) : ASYNC_CANCEL(BATCH_SQLITE), cancel, ncancel, s->now, NULL);
     free(hold);
     free(cancel);
     return rc;
@@ -1461,7 +1466,7 @@ static int send_prepare(notify_engine *e, store *db, const item *its, size_t n, 
     size_t nmissed = 0;
     int rc = missed && s.cands && s.fate ? STORE_OK : STORE_ERROR;
     for (size_t i = 0; i < n && rc == STORE_OK; i++) {
-        bool webhook = strcmp(its[i].channel, "webhook") == 0;
+        bool webhook = its[i].channel == CHAN_WEBHOOK;
         if (is_late(e, &its[i], s.now) && e->o.late_policy == NOTIFY_LATE_SKIP) missed[nmissed++] = its[i];
         else if (!e->o.channels || (webhook && !e->has_webhooks))
             rc = record_failure(e, db, its[i].id, "channel not available");
@@ -1470,7 +1475,8 @@ static int send_prepare(notify_engine *e, store *db, const item *its, size_t n, 
         else s.cands[s.n++] = its[i];
     }
     if (rc == STORE_OK)
-        rc = items_exec(db, pg ? ASYNC_MISSED(BATCH_PG) : ASYNC_MISSED(BATCH_SQLITE), missed, nmissed, s.now);
+        rc = items_exec(db, pg ? LATE_MISSED(BATCH_PG) : LATE_MISSED(BATCH_SQLITE), missed, nmissed, s.now,
+                       &e->o.grace_ms);
     if (rc == STORE_OK && s.n) {
         qsort(s.cands, s.n, sizeof *s.cands, item_cmp_id);
         rc = send_read_all(e, db, &s);
@@ -1561,7 +1567,7 @@ static int apply_results_in(notify_engine *e, store *db, result *res)
         else rc = record_failure(e, db, r->id, r->error);
     }
     bool pg = store_backend_of(db) == STORE_PG;
-    if (rc == STORE_OK) rc = items_exec(db, pg ? ASYNC_DONE(BATCH_PG) : ASYNC_DONE(BATCH_SQLITE), ok, nok, base_now_ms());
+    if (rc == STORE_OK) rc = items_exec(db, pg ? ASYNC_DONE(BATCH_PG) : ASYNC_DONE(BATCH_SQLITE), ok, nok, base_now_ms(), NULL);
     free(ok);
     return rc;
 }
@@ -1607,7 +1613,7 @@ static size_t take_due(notify_engine *e, item *batch, int64_t now, int *async, b
     *async = 0;
     *full = false;
     while (n < NOTIFY_DELIVER_BATCH && e->heap.n > 0 && e->heap.v[0].due_ms <= now) {
-        if (strcmp(e->heap.v[0].channel, "inapp") != 0) {
+        if (e->heap.v[0].channel != CHAN_INAPP) {
             if (e->in_flight + e->sending + *async >= e->send_cap) {
                 *full = e->send_waiting = true;
                 break;
@@ -1626,7 +1632,7 @@ static void deliver_batch(notify_engine *e, store *db, item *batch, size_t n)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (strcmp(batch[i].channel, "inapp") == 0) {
+        if (batch[i].channel == CHAN_INAPP) {
             item t = batch[k];
             batch[k++] = batch[i];
             batch[i] = t;

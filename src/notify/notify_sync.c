@@ -172,8 +172,7 @@ static int sync_rows(sync_ctx *c, int64_t event_id, want *w, int nw, int64_t now
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
         if (nh == cap) {
-            cap = cap ? cap * 2 : 8;
-            have *grown = realloc(h, cap * sizeof *grown);
+            have *grown = base_grow(h, sizeof *grown, &cap);
             if (!grown) {
                 rc = STORE_ERROR;
                 break;

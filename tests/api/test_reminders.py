@@ -10,6 +10,7 @@ import time
 import unittest
 
 from chime import Server, ServerTest, fresh_db, main
+from receivers import HttpReceiver
 from test_jobs import sql, wait_for
 
 FAST = ["--reminder-window", "1000", "--lease-heartbeat", "0.5", "--lease-ttl", "2", "--access-log", "off"]
@@ -322,6 +323,33 @@ class TestRestarts(unittest.TestCase):
         self.assertTrue(missed)
         self.assertTrue(missed[0]["late"])
         self.assertEqual(self.inbox(token), [])
+
+    def test_late_policy_skip_misses_a_claimed_webhook(self):
+        # Claimed, then the node died: the row another pass takes over is
+        # late by then, and under the skip policy missed, not sent.
+        hooks = HttpReceiver().start()
+        self.addCleanup(hooks.stop)
+        s = self.start("--webhook-allow-private", "1")
+        _, token = s.new_user()
+        r = s.post("/v1/me/webhooks", {"url": "http://127.0.0.1:%d/h" % hooks.port, "secret": "s3cret-hook-key"},
+                   token=token)
+        self.assertEqual(r.status, 201, r)
+        start = soon(1)
+        r = s.post("/v1/events", {"summary": "x", "start": {"date_time": iso(start)},
+                                  "end": {"date_time": iso(start + 60)},
+                                  "reminders": [{"method": "webhook", "minutes_before": 0}]}, token=token)
+        self.assertEqual(r.status, 201, r)
+        time.sleep(max(0, start - 0.3 - time.time()))  # claimed, still held in memory
+        s.stop(signal.SIGKILL)
+        held = sql(self.db, "SELECT state FROM deliveries WHERE channel = 'webhook'")
+        self.assertEqual([str(r[0]) for r in held], ["pending"])
+        time.sleep(max(0, start + 2 - time.time()))
+        self.start("--webhook-allow-private", "1", "--reminder-grace", "500", "--reminder-late-policy", "skip")
+        done = wait_for(lambda: [(str(r[0]), int(r[1])) for r in
+                                 sql(self.db, "SELECT state, late FROM deliveries WHERE channel = 'webhook'")
+                                 if str(r[0]) != "pending"], timeout=15)
+        self.assertEqual(done, [("missed", 1)])
+        self.assertEqual(hooks.requests, [])
 
     def test_late_policy_deliver_marks_late(self):
         s, token = self.setup_user()
