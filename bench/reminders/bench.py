@@ -137,7 +137,7 @@ def bench_chime(a, tmp):
     if t0 < time.time() * 1000 + 3000:
         sys.exit("seeding took longer than --lead; raise it")
     logs, procs = [], []
-    extra = ["--delivery-workers", str(a.workers), "--reminder-window", str(a.window)]
+    extra = ["--delivery-workers", str(a.workers), "--reminder-window", str(a.window)] + a.chime_arg
     receiver = None
     if a.method == "webhook":
         extra += ["--webhook-allow-private", "1"]
@@ -272,6 +272,7 @@ def main():
     p.add_argument("--method", choices=["push", "webhook"], default="push",
                    help="chime's channel: the in-app inbox (push) or a webhook to a local receiver")
     p.add_argument("--hook-port", type=int, default=18700)
+    p.add_argument("--chime-arg", action="append", default=[], help="an extra argument for chime serve (repeatable)")
     a = p.parse_args()
     a.reminders -= a.reminders % ORGS
     tmp = tempfile.mkdtemp(prefix="chime-bench-rem-")

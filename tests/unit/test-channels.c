@@ -415,10 +415,13 @@ static void test_bounded_and_free_waits(void **state)
     assert_int_equal(r[2].calls, 0);
 }
 
-/* Many sends at once from two threads: each reported exactly once. */
+/* Many sends at once from two threads, more than the channel thread lets
+ * into libcurl at once (the rest wait in its queue): each reported
+ * exactly once. */
+#define BURST 200 /* per thread */
 typedef struct burst {
     channels *c;
-    result *r; /* 20 results */
+    result *r; /* BURST results */
     const char *prefix;
 } burst;
 
@@ -427,7 +430,7 @@ static void *burst_send(void *p)
     burst *b = p;
     char url[128], id[32];
     url_of(url, sizeof url, "127.0.0.1", "/ok");
-    for (int i = 0; i < 20; i++) {
+    for (int i = 0; i < BURST; i++) {
         snprintf(id, sizeof id, "dlv-%s-%d", b->prefix, i);
         if (channels_webhook(b->c, url, "k3y-k3y-k3y", id, "{}", 2, on_done, &b->r[i]) != 0) abort();
     }
@@ -436,21 +439,21 @@ static void *burst_send(void *p)
 
 static void test_webhook_burst_from_threads(void **state)
 {
-    static result r[40];
-    channels *c = open_channels(true, 5000, 64);
-    for (int i = 0; i < 40; i++) result_init(&r[i]);
-    burst b1 = {c, r, "a"}, b2 = {c, r + 20, "b"};
+    static result r[2 * BURST];
+    channels *c = open_channels(true, 5000, 2 * BURST);
+    for (int i = 0; i < 2 * BURST; i++) result_init(&r[i]);
+    burst b1 = {c, r, "a"}, b2 = {c, r + BURST, "b"};
     pthread_t t1, t2;
     pthread_create(&t1, NULL, burst_send, &b1);
     pthread_create(&t2, NULL, burst_send, &b2);
     pthread_join(t1, NULL);
     pthread_join(t2, NULL);
-    for (int i = 0; i < 40; i++) {
+    for (int i = 0; i < 2 * BURST; i++) {
         result_wait(&r[i]);
         if (!r[i].ok) fail_msg("send %d: %s", i, r[i].error);
     }
     channels_free(c);
-    for (int i = 0; i < 40; i++) assert_int_equal(r[i].calls, 1);
+    for (int i = 0; i < 2 * BURST; i++) assert_int_equal(r[i].calls, 1);
 }
 
 /* A done() that queues the next attempt at once, as a retry policy may. */
