@@ -8,12 +8,14 @@
  * queue and the in-flight transfers together never hold more than
  * max_in_flight sends, so memory stays bounded whatever callers do.
  *
- * At most CHANNELS_ACTIVE handles are in the multi handle at once; the
- * rest wait in the queue (their timeout starts when they go in). libcurl's
- * work per wakeup grows with the handles it holds, not the connections
- * they share: on bench/reminders, 1,000 handles queued for 16 connections
- * to one receiver cost its thread 52 us a send (30 us at ~60). */
-#define CHANNELS_ACTIVE 128
+ * Each receiver (scheme and authority of the URL; the SMTP relay) has at
+ * most CHANNELS_PER_ORIGIN handles in the multi handle at once, two for
+ * each of its connections; the rest wait in its own queue here (their
+ * timeout starts when they go in). libcurl's work per wakeup grows with
+ * the handles it holds, not with the connections they share: on
+ * bench/reminders, 1,000 handles queued for 16 connections to one
+ * receiver cost its thread 52 us a send. A queue per receiver, not one
+ * cap for all, so a slow receiver holds back only its own sends. */
 #include "notify/channels.h"
 
 #include <curl/curl.h>
@@ -27,6 +29,18 @@
 #include "base/base.h"
 #include "notify/channels_int.h"
 
+#define CHANNELS_HOST_CONNECTIONS 16
+#define CHANNELS_PER_ORIGIN (2 * CHANNELS_HOST_CONNECTIONS)
+#define CHANNELS_ORIGIN_BUCKETS 1024
+
+/* A receiver with sends in the multi handle or waiting for it. */
+typedef struct chan_origin {
+    struct chan_origin *next; /* in its bucket */
+    char key[128];
+    int active;
+    chan_send *wait_head, *wait_tail;
+} chan_origin;
+
 struct channels {
     char *smtp_url;      /* NULL: email disabled */
     char *smtp_from;     /* the From: header */
@@ -37,7 +51,7 @@ struct channels {
     int max_in_flight;
 
     CURLM *multi;        /* touched only by the channel thread (wakeup aside) */
-    int active;          /* handles in multi; the channel thread's alone */
+    chan_origin *origins[CHANNELS_ORIGIN_BUCKETS]; /* the channel thread's alone */
     pthread_t thread;
     pthread_mutex_t mu;  /* guards what follows */
     chan_send *queue_head, *queue_tail;
@@ -130,6 +144,88 @@ static void report(channels *c, chan_send *s, CURLcode rc)
     s->done(s->ctx, ok, (int)code, ok ? NULL : msg);
 }
 
+/* ---- receivers (the channel thread's) --------------------------------------- */
+
+static size_t origin_bucket(const char *key)
+{
+    size_t h = 5381;
+    for (const unsigned char *p = (const unsigned char *)key; *p; p++) h = h * 33 + *p;
+    return h % CHANNELS_ORIGIN_BUCKETS;
+}
+
+/* A send that cannot start is reported failed. */
+static void fail_send(channels *c, chan_send *s, const char *why)
+{
+    pthread_mutex_lock(&c->mu);
+    c->outstanding--;
+    pthread_mutex_unlock(&c->mu);
+    s->done(s->ctx, false, 0, why);
+    chan_send_free(s);
+}
+
+/* A receiver no send needs any more is forgotten. */
+static void origin_forget(channels *c, chan_origin *o)
+{
+    chan_origin **pp = &c->origins[origin_bucket(o->key)];
+    while (*pp != o) pp = &(*pp)->next;
+    *pp = o->next;
+    free(o);
+}
+
+/* Starts the receiver's waiting sends while it has room; forgets it once
+ * nothing of it is left. */
+static void origin_run(channels *c, chan_origin *o)
+{
+    while (o->wait_head && o->active < CHANNELS_PER_ORIGIN) {
+        chan_send *s = o->wait_head;
+        o->wait_head = s->next;
+        if (!o->wait_head) o->wait_tail = NULL;
+        s->next = NULL;
+        CURLMcode mc = curl_multi_add_handle(c->multi, s->easy);
+        if (mc == CURLM_OK) o->active++;
+        else fail_send(c, s, curl_multi_strerror(mc));
+    }
+    if (o->active == 0 && !o->wait_head) origin_forget(c, o);
+}
+
+/* A newly queued send joins its receiver's queue, which runs at once. */
+static void origin_take(channels *c, chan_send *s)
+{
+    chan_origin **head = &c->origins[origin_bucket(s->origin)], *o = *head;
+    while (o && strcmp(o->key, s->origin) != 0) o = o->next;
+    if (!o) {
+        if (!(o = calloc(1, sizeof *o))) {
+            fail_send(c, s, "out of memory");
+            return;
+        }
+        snprintf(o->key, sizeof o->key, "%s", s->origin);
+        o->next = *head;
+        *head = o;
+    }
+    s->at = o;
+    if (o->wait_tail) o->wait_tail->next = s;
+    else o->wait_head = s;
+    o->wait_tail = s;
+    origin_run(c, o);
+}
+
+/* A send of o's ended: room for the next. */
+static void origin_done(channels *c, chan_origin *o)
+{
+    o->active--;
+    origin_run(c, o);
+}
+
+void chan_origin_set(chan_send *s, const char *url)
+{
+    const char *p = strstr(url, "://");
+    const char *end = p ? p + 3 + strcspn(p + 3, "/?#") : url + strlen(url);
+    size_t n = 0;
+    for (const char *q = url; q < end && n < sizeof s->origin - 1; q++)
+        s->origin[n++] = (char)((*q >= 'A' && *q <= 'Z') ? *q + 32 : *q);
+    s->origin[n] = '\0';
+}
+
 static void finish_done(channels *c)
 {
     CURLMsg *m;
@@ -141,7 +237,7 @@ static void finish_done(channels *c)
         chan_send *s = NULL;
         curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&s);
         curl_multi_remove_handle(c->multi, easy);
-        c->active--;
+        origin_done(c, s->at);
         /* Room first, so a done() that queues a retry at once finds it. */
         pthread_mutex_lock(&c->mu);
         c->outstanding--;
@@ -156,40 +252,21 @@ static void *channels_thread(void *p)
     channels *c = p;
     for (;;) {
         pthread_mutex_lock(&c->mu);
-        /* Takes from the queue what fits under CHANNELS_ACTIVE. */
-        chan_send *q = c->queue_head, *last = NULL;
-        for (int n = c->active; c->queue_head && n < CHANNELS_ACTIVE; n++) {
-            last = c->queue_head;
-            c->queue_head = last->next;
-        }
-        if (last) last->next = NULL;
-        else q = NULL;
-        if (!c->queue_head) c->queue_tail = NULL;
+        chan_send *q = c->queue_head;
+        c->queue_head = c->queue_tail = NULL;
         bool stop = c->stopping && c->outstanding == 0;
         pthread_mutex_unlock(&c->mu);
         if (stop) break;
         while (q) {
             chan_send *next = q->next;
             q->next = NULL;
-            CURLMcode mc = curl_multi_add_handle(c->multi, q->easy);
-            if (mc == CURLM_OK) {
-                c->active++;
-            } else {
-                pthread_mutex_lock(&c->mu);
-                c->outstanding--;
-                pthread_mutex_unlock(&c->mu);
-                q->done(q->ctx, false, 0, curl_multi_strerror(mc));
-                chan_send_free(q);
-            }
+            origin_take(c, q);
             q = next;
         }
         int running = 0;
         curl_multi_perform(c->multi, &running);
         finish_done(c);
-        pthread_mutex_lock(&c->mu);
-        bool waiting = c->queue_head && c->active < CHANNELS_ACTIVE; /* room for queued sends now */
-        pthread_mutex_unlock(&c->mu);
-        if (!waiting) curl_multi_poll(c->multi, NULL, 0, 1000, NULL);
+        curl_multi_poll(c->multi, NULL, 0, 1000, NULL);
     }
     return NULL;
 }
@@ -259,7 +336,7 @@ channels *channels_new(const channels_config *cfg)
      * measured no faster on bench/reminders, and is a lot to ask of a
      * user's endpoint); the cache keeps connections to many receivers. */
     curl_multi_setopt(c->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
-    curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 16L);
+    curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)CHANNELS_HOST_CONNECTIONS);
     curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 256L);
     if (pthread_create(&c->thread, NULL, channels_thread, c) != 0) goto fail;
     return c;

@@ -15,6 +15,8 @@ typedef struct chan_send {
     struct chan_send *next;
     channels *c;
     chan_kind kind;
+    char origin[128];         /* the receiver, as the channel thread groups sends */
+    struct chan_origin *at;   /* the channel thread's entry for it, once taken */
     CURL *easy;
     struct curl_slist *list;  /* webhook headers, or SMTP recipients */
     char *payload;            /* the body, or the whole email message */
@@ -34,6 +36,8 @@ typedef struct chan_settings {
 
 chan_send *chan_send_new(channels *c, channels_done_fn done, void *ctx);
 void chan_send_free(chan_send *s);
+/* Sets s->origin from the URL: its scheme and authority, lowercased. */
+void chan_origin_set(chan_send *s, const char *url);
 int chan_enqueue(channels *c, chan_send *s);
 const chan_settings *chan_settings_of(const channels *c, chan_settings *out);
 /* A delivery id fit for headers: 1..CHANNELS_ID_MAX visible ASCII

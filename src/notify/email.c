@@ -226,6 +226,7 @@ int channels_email(channels *c, const char *to, const char *subject, const char 
     chan_send *s = chan_send_new(c, done, ctx);
     if (!s) return -1;
     s->kind = CHAN_EMAIL;
+    chan_origin_set(s, st.smtp_url);
     snprintf(s->id, sizeof s->id, "%s", delivery_id);
     buf b = {0};
     if (build_message(&b, &st, to, subject, text, html, delivery_id) != 0) {

@@ -78,6 +78,7 @@ int channels_webhook(channels *c, const char *url, const char *secret, const cha
     chan_send *s = chan_send_new(c, done, ctx);
     if (!s) return -1;
     s->kind = CHAN_WEBHOOK;
+    chan_origin_set(s, url);
     snprintf(s->id, sizeof s->id, "%s", delivery_id);
     s->payload = malloc(body_len + 1);
     if (!s->payload) goto fail;

@@ -456,6 +456,39 @@ static void test_webhook_burst_from_threads(void **state)
     for (int i = 0; i < 2 * BURST; i++) assert_int_equal(r[i].calls, 1);
 }
 
+/* More sends to one slow receiver than it may have in libcurl at once:
+ * the rest wait in its own queue, and a send to another receiver (here
+ * the same server by another name) goes past them. */
+static void test_slow_receiver_holds_back_only_its_own(void **state)
+{
+    enum { SLOW = 34 };
+    static result r[SLOW];
+    result quick;
+    channels *c = open_channels(true, 10000, 64);
+    char url[128], id[32];
+    url_of(url, sizeof url, "127.0.0.1", "/slow/3000");
+    for (int i = 0; i < SLOW; i++) {
+        result_init(&r[i]);
+        snprintf(id, sizeof id, "dlv-slow-%d", i);
+        assert_int_equal(channels_webhook(c, url, "k3y-k3y-k3y", id, "{}", 2, on_done, &r[i]), 0);
+    }
+    url_of(url, sizeof url, "localhost", "/ok");
+    send_wait(c, url, "dlv-quick", &quick);
+    assert_true(quick.ok);
+    int slow_done = 0;
+    for (int i = 0; i < SLOW; i++) {
+        pthread_mutex_lock(&r[i].mu);
+        slow_done += r[i].calls;
+        pthread_mutex_unlock(&r[i].mu);
+    }
+    assert_int_equal(slow_done, 0);
+    for (int i = 0; i < SLOW; i++) {
+        result_wait(&r[i]);
+        if (!r[i].ok) fail_msg("slow send %d: %s", i, r[i].error);
+    }
+    channels_free(c);
+}
+
 /* A done() that queues the next attempt at once, as a retry policy may. */
 typedef struct chain {
     channels *c;
@@ -618,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_webhook_connection_reused),
         cmocka_unit_test(test_bounded_and_free_waits),
         cmocka_unit_test(test_webhook_burst_from_threads),
+        cmocka_unit_test(test_slow_receiver_holds_back_only_its_own),
         cmocka_unit_test(test_done_may_send_again),
         cmocka_unit_test(test_email_multipart),
         cmocka_unit_test(test_email_failures),
