@@ -9,7 +9,7 @@
  * max_in_flight sends, so memory stays bounded whatever callers do.
  *
  * Each receiver (scheme and authority of the URL; the SMTP relay) has at
- * most CHANNELS_PER_ORIGIN handles in the multi handle at once, two for
+ * most CHANNELS_PER_ORIGIN handles in the multi handle at once, three for
  * each of its connections; the rest wait in its own queue here (their
  * timeout starts when they go in). libcurl's work per wakeup grows with
  * the handles it holds, not with the connections they share: on
@@ -30,7 +30,7 @@
 #include "notify/channels_int.h"
 
 #define CHANNELS_HOST_CONNECTIONS 16
-#define CHANNELS_PER_ORIGIN (2 * CHANNELS_HOST_CONNECTIONS)
+#define CHANNELS_PER_ORIGIN (3 * CHANNELS_HOST_CONNECTIONS)
 #define CHANNELS_ORIGIN_BUCKETS 1024
 
 /* A receiver with sends in the multi handle or waiting for it. */

@@ -461,7 +461,7 @@ static void test_webhook_burst_from_threads(void **state)
  * the same server by another name) goes past them. */
 static void test_slow_receiver_holds_back_only_its_own(void **state)
 {
-    enum { SLOW = 34 };
+    enum { SLOW = 50 };
     static result r[SLOW];
     result quick;
     channels *c = open_channels(true, 10000, 64);
