@@ -9,13 +9,15 @@
  * max_in_flight sends, so memory stays bounded whatever callers do.
  *
  * Each receiver (scheme and authority of the URL; the SMTP relay) has at
- * most CHANNELS_PER_ORIGIN handles in the multi handle at once, three for
- * each of its connections; the rest wait in its own queue here (their
- * timeout starts when they go in). libcurl's work per wakeup grows with
- * the handles it holds, not with the connections they share: on
- * bench/reminders, 1,000 handles queued for 16 connections to one
- * receiver cost its thread 52 us a send. A queue per receiver, not one
- * cap for all, so a slow receiver holds back only its own sends. */
+ * most as many handles in the multi handle as it may have connections;
+ * the rest wait in its own queue here. So a send's timeout, which starts
+ * when its handle goes in, measures the receiver, not a wait inside
+ * libcurl for a connection (at three handles a connection, sends to a
+ * receiver answering in 3 s timed out after 10 s). And libcurl's work per
+ * wakeup grows with the handles it holds: on bench/reminders, 1,000
+ * handles queued for 16 connections to one receiver cost its thread 52 us
+ * a send. A queue per receiver, not one cap for all, so a slow receiver
+ * holds back only its own sends. */
 #include "notify/channels.h"
 
 #include <curl/curl.h>
@@ -30,7 +32,7 @@
 #include "notify/channels_int.h"
 
 #define CHANNELS_HOST_CONNECTIONS 16
-#define CHANNELS_PER_ORIGIN (3 * CHANNELS_HOST_CONNECTIONS)
+#define CHANNELS_PER_ORIGIN CHANNELS_HOST_CONNECTIONS
 #define CHANNELS_ORIGIN_BUCKETS 1024
 
 /* A receiver with sends in the multi handle or waiting for it. */

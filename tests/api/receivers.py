@@ -100,9 +100,12 @@ class HttpReceiver:
         self.log = _Log(log_path)
         self.lock = threading.Lock()
         self.fail_counts = {}
-        cls = ThreadingHTTPServer
+        # A listen backlog like a real server's: socketserver's default of 5
+        # drops connects when many sends open connections at once, and a
+        # dropped SYN is retried only after a second.
+        cls = type("Server", (ThreadingHTTPServer,), {"request_queue_size": 128})
         if ":" in host:
-            cls = type("V6Server", (ThreadingHTTPServer,), {"address_family": socket.AF_INET6})
+            cls = type("V6Server", (cls,), {"address_family": socket.AF_INET6})
         self.httpd = cls((host, 0), _HttpHandler)
         self.httpd.daemon_threads = True
         self.httpd.receiver = self
