@@ -282,15 +282,10 @@ int lease_hold_release(store *db, lease_hold *h)
     return rc;
 }
 
-/* mu held. Is this tenure current? One whose time ran out on this node's
- * clock is over, and ended here: left "held", no later acquire would ask
- * the database again, and the lease would be lost to this node for good. */
-static bool current(lease_hold *h, uint64_t tenure)
+/* mu held. */
+static bool current(const lease_hold *h, uint64_t tenure)
 {
-    if (!h->held || h->tenure != tenure) return false;
-    if (base_mono_ns() - h->renewed_ns < h->ttl_ms * 1000000) return true;
-    h->held = false;
-    return false;
+    return h->held && h->tenure == tenure && base_mono_ns() - h->renewed_ns < h->ttl_ms * 1000000;
 }
 
 bool lease_hold_valid(lease_hold *h, uint64_t tenure)
@@ -313,6 +308,10 @@ int lease_hold_fence_in(store *db, lease_hold *h, uint64_t tenure, int64_t *epoc
 {
     pthread_mutex_lock(&h->mu);
     if (!current(h, tenure)) {
+        /* A tenure whose time ran out is over, and ended here: left
+         * "held", no later acquire would ask the database again and the
+         * lease would be lost to this node for good. */
+        if (h->held && h->tenure == tenure) h->held = false;
         pthread_mutex_unlock(&h->mu);
         return LEASE_LOST;
     }

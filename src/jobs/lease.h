@@ -110,8 +110,8 @@ int lease_hold_release(store *db, lease_hold *h);
  * last successful renewal was *sent*: the database computed the expiry
  * after that, so by then the lease may have expired (errs on the safe
  * side), even if the renewing thread has not run yet -- a process resumed
- * after SIGSTOP notices before doing any work. A tenure found run out this
- * way is over (as after LEASE_LOST): the hold can be acquired again. */
+ * after SIGSTOP notices before doing any work. (Only a question: a renewal
+ * may still find the lease ours; a fence that finds it run out ends it.) */
 bool lease_hold_valid(lease_hold *h, uint64_t tenure);
 /* Current epoch, or -1 when not held. */
 int64_t lease_hold_epoch(lease_hold *h);

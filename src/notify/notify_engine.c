@@ -33,7 +33,7 @@
 #include "notify/channels.h"
 
 #define NOTIFY_HOLD_MS 3000      /* a claim is private to its node this long past due */
-#define NOTIFY_SEND_HOLD_MS 60000/* an in-flight webhook/email send, likewise */
+#define NOTIFY_SEND_HOLD_MS 60000 /* an in-flight webhook/email send, likewise */
 #define NOTIFY_CLAIM_BATCH 500   /* reminder rows per claim transaction */
 #define NOTIFY_DELIVER_BATCH 512 /* in-app deliveries per transaction */
 #define NOTIFY_POLL_BATCH 1000   /* outbox rows re-claimed per poll transaction */
@@ -925,6 +925,7 @@ static void renew_held(notify_engine *e, store *db)
         group *g = (group *)((char *)hs[k] - offsetof(group, hold)); /* renew_many reorders hs */
         if (res[k] == LEASE_LOST || !lease_hold_valid(&g->hold, g->tenure)) {
             log_warn("reminders: lost lease group %d", (int)(g - e->groups));
+            lease_hold_drop(&g->hold); /* so a later acquire asks the database again */
             g->held = false;
         }
     }
@@ -1340,7 +1341,13 @@ static void send_job_free(send_job *j)
 /* Inside the transaction: reads what to send and pushes the next attempt
  * past the send's own timeout -- set statements for the whole batch. */
 #define ASYNC_CANCEL(BATCH) "UPDATE deliveries SET state = 'cancelled', updated_ms = $2 WHERE " BATCH
-#define ASYNC_HOLD(BATCH) "UPDATE deliveries SET next_attempt_ms = $2 WHERE " BATCH /* $2: until when */
+/* The hold also records the attempt: sent at $2 (now), late or not by
+ * the grace $3 -- what its payload says, and what the admin view shows. */
+#define NOTIFY_STR_(x) #x
+#define NOTIFY_STR(x) NOTIFY_STR_(x)
+#define ASYNC_HOLD(BATCH)                                                                                  \
+    "UPDATE deliveries SET next_attempt_ms = CAST($2 AS BIGINT) + " NOTIFY_STR(NOTIFY_SEND_HOLD_MS)         \
+    ", fired_ms = $2, late = " LATE_SQL " WHERE " BATCH
 #define ASYNC_DONE(BATCH)                                                                                  \
     "UPDATE deliveries SET state = 'done', attempts = attempts + 1, updated_ms = $2 WHERE " BATCH
 /* What to send, for the batch's pending rows: the columns payload_of
@@ -1447,8 +1454,8 @@ static int send_read_all(notify_engine *e, store *db, send_read *s)
         if (s->fate[i] == SEND_GONE) cancel[ncancel++] = s->cands[i];
     }
     if (rc == STORE_OK)
-        rc = items_exec(db, pg ? ASYNC_HOLD(BATCH_PG) : ASYNC_HOLD(BATCH_SQLITE), hold, nhold,
-                        s->now + NOTIFY_SEND_HOLD_MS, NULL);
+        rc = items_exec(db, pg ? ASYNC_HOLD(BATCH_PG) : ASYNC_HOLD(BATCH_SQLITE), hold, nhold, s->now,
+                        &e->o.grace_ms);
     if (rc == STORE_OK)
         rc = items_exec(db, pg ? ASYNC_CANCEL(BATCH_PG) : ASYNC_CANCEL(BATCH_SQLITE), cancel, ncancel, s->now, NULL);
     free(hold);

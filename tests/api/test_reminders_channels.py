@@ -104,6 +104,10 @@ class TestChannels(ServerTest):
         self.assertEqual(h["x-chime-delivery"], body["delivery_id"])
         mac = hmac.new(secret.encode(), (h["x-chime-timestamp"] + "." + req["body"]).encode(), hashlib.sha256)
         self.assertEqual(h["x-chime-signature"], "sha256=" + mac.hexdigest())
+        # The outbox row says what the payload said: when it was sent, late or not.
+        done = wait_for(lambda: [d for d in self.deliveries("done") if d["delivery_id"] == body["delivery_id"]])
+        self.assertEqual(done[0]["fired"], body["fired"])
+        self.assertEqual(done[0]["late"], bool(body.get("late", False)))
 
     def test_failing_receiver_gets_one_logical_delivery(self):
         key = "/fail/3/" + self.user["id"]
