@@ -64,6 +64,11 @@ build/fuzz/%: fuzz/%.c $(FUZZ_OBJ)
 
 fuzz: $(FUZZ_BIN)
 
+# Benchmark helpers (bench/*/run.sh build what they need).
+build/bench/receiver: bench/reminders/receiver.c
+	@mkdir -p $(dir $@)
+	$(CC) $(REL_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(PKG_LIBS)
+
 run: deps
 	@$(MAKE) --no-print-directory build/chime
 	@mkdir -p var

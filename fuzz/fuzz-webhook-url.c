@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "notify/channels.h"
+#include "notify/channels_int.h"
 
 /* curl writes IPv4 numbers in their dotted form ("127" -> "0.0.0.127",
  * "0x7f.1" -> "127.0.0.1") and may respell IPv6; the address is the same. */
@@ -51,12 +52,31 @@ static void check_with_curl(const char *text)
     curl_url_cleanup(u);
 }
 
+/* The receiver key a send is queued under (any text: it runs before the
+ * URL check too): bounded, terminated, lowercase, a prefix of the URL up
+ * to its path. */
+static void check_origin(const char *text)
+{
+    chan_send s;
+    memset(s.origin, 'x', sizeof s.origin);
+    chan_origin_set(&s, text);
+    size_t n = strnlen(s.origin, sizeof s.origin);
+    if (n == sizeof s.origin) abort();
+    if (strncasecmp(s.origin, text, n) != 0) abort();
+    for (size_t i = 0; i < n; i++)
+        if (s.origin[i] >= 'A' && s.origin[i] <= 'Z') abort();
+    const char *sep = strstr(text, "://");
+    for (size_t i = sep ? (size_t)(sep - text) + 3 : n; i < n; i++)
+        if (strchr("/?#", s.origin[i])) abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > CHANNELS_URL_MAX + 16) return 0;
     char text[CHANNELS_URL_MAX + 17];
     memcpy(text, data, size);
     text[size] = '\0';
+    check_origin(text);
     char err[160] = "";
     if (channels_url_check(text, err, sizeof err) != 0) {
         if (err[0] == '\0') abort();

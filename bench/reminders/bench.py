@@ -142,8 +142,9 @@ def bench_chime(a, tmp):
     if a.method == "webhook":
         extra += ["--webhook-allow-private", "1"]
         hook_out = os.path.join(tmp, "hooks.json")
-        receiver = subprocess.Popen(["node", os.path.join(HERE, "receiver.js"), str(a.hook_port), hook_out],
-                                    stdout=subprocess.PIPE, text=True)
+        cmd = ([os.path.join(ROOT, "build/bench/receiver")] if a.receiver == "c" else
+               ["node", os.path.join(HERE, "receiver.js")])
+        receiver = subprocess.Popen(cmd + [str(a.hook_port), hook_out], stdout=subprocess.PIPE, text=True)
         receiver.stdout.readline()
     for i in range(a.nodes):
         log = open(os.path.join(tmp, "node%d.log" % i), "w")
@@ -272,6 +273,8 @@ def main():
     p.add_argument("--method", choices=["push", "webhook"], default="push",
                    help="chime's channel: the in-app inbox (push) or a webhook to a local receiver")
     p.add_argument("--hook-port", type=int, default=18700)
+    p.add_argument("--receiver", choices=["c", "node"], default="c",
+                   help="the webhook receiver: receiver.c (h2o; light on the shared cores) or receiver.js")
     p.add_argument("--chime-arg", action="append", default=[], help="an extra argument for chime serve (repeatable)")
     a = p.parse_args()
     a.reminders -= a.reminders % ORGS

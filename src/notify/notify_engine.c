@@ -45,19 +45,21 @@
 #define NOTIFY_RESULT_WAIT_MS 20 /* ... or when the oldest has waited this long */
 
 /* A delivery's channel as an item carries it (rows name it in text). */
-typedef enum chan { CHAN_INAPP, CHAN_WEBHOOK, CHAN_EMAIL } chan;
+typedef enum notify_chan { NOTIFY_CHAN_INAPP, NOTIFY_CHAN_WEBHOOK, NOTIFY_CHAN_EMAIL } notify_chan;
 
 typedef struct item {
     int64_t due_ms;   /* when to deliver (the heap's key); a backlog goes oldest first */
     char id[NOTIFY_ID_LEN + 1];
-    chan channel;
+    notify_chan channel;
 } item;
 
 /* Anything but in-app and webhook is taken as email, as the send path
  * did before items carried an enum (the schema allows only the three). */
-static chan chan_of(const char *name)
+static notify_chan chan_of(const char *name)
 {
-    return strcmp(name, "inapp") == 0 ? CHAN_INAPP : strcmp(name, "webhook") == 0 ? CHAN_WEBHOOK : CHAN_EMAIL;
+    return strcmp(name, "inapp") == 0     ? NOTIFY_CHAN_INAPP
+           : strcmp(name, "webhook") == 0 ? NOTIFY_CHAN_WEBHOOK
+                                          : NOTIFY_CHAN_EMAIL;
 }
 
 typedef struct item_buf {
@@ -798,7 +800,7 @@ static void scanner_yield(notify_engine *e)
         if (e->stopping || now >= give_up || e->heap.n == 0 || e->heap.v[0].due_ms > now - NOTIFY_BEHIND_MS) break;
         /* Behind on sends the channels have no room for: waiting would
          * not let the workers catch up, only starve the claims. */
-        if (e->heap.v[0].channel != CHAN_INAPP && e->in_flight + e->sending >= e->send_cap) break;
+        if (e->heap.v[0].channel != NOTIFY_CHAN_INAPP && e->in_flight + e->sending >= e->send_cap) break;
         int64_t wake = now + 2;
         struct timespec ts = {.tv_sec = wake / 1000, .tv_nsec = (wake % 1000) * 1000000};
         pthread_cond_timedwait(&e->cv, &e->mu, &ts);
@@ -1388,7 +1390,7 @@ static bool send_job_fill(notify_engine *e, store_stmt *st, const item *it, int6
     memset(j, 0, sizeof *j);
     j->it = *it;
     j->late = is_late(e, it, now);
-    j->webhook = it->channel == CHAN_WEBHOOK;
+    j->webhook = it->channel == NOTIFY_CHAN_WEBHOOK;
     json_t *pl = payload_of(st, it, j->late, now, j->webhook ? "webhook" : "email");
     j->body = pl ? json_dumps(pl, JSON_COMPACT) : NULL;
     json_decref(pl);
@@ -1477,7 +1479,7 @@ static int send_prepare(notify_engine *e, store *db, const item *its, size_t n, 
     size_t nmissed = 0;
     int rc = missed && s.cands && s.fate ? STORE_OK : STORE_ERROR;
     for (size_t i = 0; i < n && rc == STORE_OK; i++) {
-        bool webhook = its[i].channel == CHAN_WEBHOOK;
+        bool webhook = its[i].channel == NOTIFY_CHAN_WEBHOOK;
         if (is_late(e, &its[i], s.now) && e->o.late_policy == NOTIFY_LATE_SKIP) missed[nmissed++] = its[i];
         else if (!e->o.channels || (webhook && !e->has_webhooks))
             rc = record_failure(e, db, its[i].id, "channel not available");
@@ -1627,7 +1629,7 @@ static size_t take_due(notify_engine *e, item *batch, int64_t now, int *async, b
     int room = e->send_cap - e->in_flight - e->sending;
     if (e->send_waiting && room < e->send_room) room = 0;
     while (n < NOTIFY_DELIVER_BATCH && e->heap.n > 0 && e->heap.v[0].due_ms <= now) {
-        if (e->heap.v[0].channel != CHAN_INAPP) {
+        if (e->heap.v[0].channel != NOTIFY_CHAN_INAPP) {
             if (*async >= room) {
                 *full = e->send_waiting = true;
                 break;
@@ -1646,7 +1648,7 @@ static void deliver_batch(notify_engine *e, store *db, item *batch, size_t n)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (batch[i].channel == CHAN_INAPP) {
+        if (batch[i].channel == NOTIFY_CHAN_INAPP) {
             item t = batch[k];
             batch[k++] = batch[i];
             batch[i] = t;
