@@ -105,6 +105,25 @@ def psql(url, q):
     return [tuple(line.split("|")) for line in out.splitlines() if line]
 
 
+def cpu_seconds(pid):
+    """utime + stime of a live process, in seconds (all its threads)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def written_bytes(pid):
+    """Bytes a live process has passed to write(2) and friends (wchar)."""
+    try:
+        with open("/proc/%d/io" % pid) as f:
+            return int(dict(l.split(": ") for l in f.read().splitlines())["wchar"])
+    except (OSError, KeyError, ValueError):
+        return 0
+
+
 def start_node(db, port, log, extra):
     cmd = [BIN, "serve", "--listen", "127.0.0.1:%d" % port, "--db", db, "--access-log", "off", "--threads", "1",
            "--lease-heartbeat", "1", "--lease-ttl", "4"] + extra
@@ -177,6 +196,12 @@ def bench_chime(a, tmp):
                 n = int((psql(db, count_q) if pg else sqlite_rows(path, count_q))[0][0])
             if n >= a.reminders:
                 break
+        # CPU per delivery says more than lateness on a noisy host: the
+        # work done, whatever the neighbours did (a killed node's first
+        # life is not counted).
+        node_cpu = sum(cpu_seconds(p.pid) for p in procs)
+        node_wchar = sum(written_bytes(p.pid) for p in procs)
+        recv_cpu = cpu_seconds(receiver.pid) if receiver else 0.0
         if receiver:
             # (lateness, due, arrival) as the receiver saw them; repeats are
             # deliveries of an id it already had (at least once).
@@ -197,6 +222,10 @@ def bench_chime(a, tmp):
                                       " (kill)" if killed_at else "")
         res = report(label, lat, a.reminders, t0, last)
         res["inbox_duplicates"] = dups
+        res["node_cpu_s"] = node_cpu
+        print("  CPU: chime %.1f s (%.0f us a delivery)%s; chime wrote %.0f bytes a delivery" % (
+            node_cpu, node_cpu * 1e6 / max(1, len(lat)),
+            ", receiver %.1f s" % recv_cpu if receiver else "", node_wchar / max(1, len(lat))), flush=True)
         if killed_at:
             kill_ms = killed_at * 1000
             restart_ms = kill_ms + a.downtime * 1000
@@ -275,8 +304,12 @@ def main():
     p.add_argument("--hook-port", type=int, default=18700)
     p.add_argument("--receiver", choices=["c", "node"], default="c",
                    help="the webhook receiver: receiver.c (h2o; light on the shared cores) or receiver.js")
+    p.add_argument("--bin", help="the chime binary to run (default build/chime), for A/B runs")
     p.add_argument("--chime-arg", action="append", default=[], help="an extra argument for chime serve (repeatable)")
     a = p.parse_args()
+    if a.bin:
+        global BIN
+        BIN = os.path.abspath(a.bin)
     a.reminders -= a.reminders % ORGS
     tmp = tempfile.mkdtemp(prefix="chime-bench-rem-")
     results = {}

@@ -1,5 +1,8 @@
 /* base.c -- clocks, ids, hashing and logging shared by every module. */
+#define _GNU_SOURCE
 #include "base/base.h"
+
+#include <pthread.h>
 
 #include <sodium.h>
 #include <stdarg.h>
@@ -22,6 +25,13 @@ int64_t base_mono_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void base_thread_name(const char *name)
+{
+    char n[16];
+    snprintf(n, sizeof n, "%s", name);
+    pthread_setname_np(pthread_self(), n);
 }
 
 int base_init(void)

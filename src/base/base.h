@@ -39,6 +39,10 @@ void *base_grow(void *v, size_t size, size_t *cap);
 /* RFC 3339 UTC with milliseconds, "2026-11-22T04:18:00.123Z"; buf >= 32. */
 void base_format_rfc3339_ms(int64_t ms, char *buf, size_t size);
 
+/* Names the calling thread (at most 15 characters show), so top -H and
+ * perf tell the server's threads apart. */
+void base_thread_name(const char *name);
+
 /* Logging to stderr, one write per line so threads never interleave. */
 typedef enum { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR } log_level;
 void log_set_level(log_level level);

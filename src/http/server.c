@@ -597,6 +597,7 @@ static void *loop_main(void *p)
 {
     loop_thread *t = p;
     http_server *s = t->srv;
+    base_thread_name("http-loop");
     t->state = s->opts.thread_init ? s->opts.thread_init(s->opts.app, t->index) : NULL;
     while (!t->stopping || t->pending > 0) h2o_evloop_run(t->loop, 100);
     /* Give responses already handed to the sockets a moment to drain. */

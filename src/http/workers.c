@@ -6,6 +6,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "base/base.h"
+
 typedef struct job {
     struct job *next;
     workers_fn fn;
@@ -24,6 +26,7 @@ struct workers {
 static void *worker_main(void *p)
 {
     workers *w = p;
+    base_thread_name("http-worker");
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (!w->head && !w->closing) pthread_cond_wait(&w->cv, &w->mu);

@@ -464,6 +464,7 @@ static sched_job *next_due(jobs_scheduler *s, int64_t *due)
 static void *runner_main(void *p)
 {
     jobs_scheduler *s = p;
+    base_thread_name("job-runner");
     store *db = NULL;
     pthread_mutex_lock(&s->mu);
     while (!s->stopping) {
@@ -763,6 +764,7 @@ static void release_all(jobs_scheduler *s, store *db)
 static void *hb_main(void *p)
 {
     jobs_scheduler *s = p;
+    base_thread_name("job-heartbeat");
     store *db = NULL;
     bool registered = false;
     int64_t next_beat = 0;

@@ -252,6 +252,7 @@ static void finish_done(channels *c)
 static void *channels_thread(void *p)
 {
     channels *c = p;
+    base_thread_name("channels");
     for (;;) {
         pthread_mutex_lock(&c->mu);
         chan_send *q = c->queue_head;

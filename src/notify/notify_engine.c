@@ -1057,6 +1057,7 @@ static int checkpoint_passive(store *db, int64_t *log, int64_t *done)
 static void *checkpointer_main(void *p)
 {
     notify_engine *e = p;
+    base_thread_name("rem-checkpoint");
     char err[256];
     store *db = store_open(e->o.db_url, err, sizeof err);
     if (!db) {
@@ -1094,6 +1095,7 @@ static void thread_db_close(notify_engine *e, store *db)
 static void *scanner_main(void *p)
 {
     notify_engine *e = p;
+    base_thread_name("rem-scanner");
     store *db = thread_db(e, "scanner");
     if (!db) return NULL;
     int64_t tick = e->o.window_ms / 4 < 200 ? e->o.window_ms / 4 : 200;
@@ -1660,6 +1662,7 @@ static void deliver_batch(notify_engine *e, store *db, item *batch, size_t n)
 static void *worker_main(void *p)
 {
     notify_engine *e = p;
+    base_thread_name("rem-worker");
     store *db = thread_db(e, "delivery worker");
     if (!db) return NULL;
     item *batch = malloc(NOTIFY_DELIVER_BATCH * sizeof *batch);
