@@ -49,6 +49,7 @@ typedef enum notify_chan { NOTIFY_CHAN_INAPP, NOTIFY_CHAN_WEBHOOK, NOTIFY_CHAN_E
 
 typedef struct item {
     int64_t due_ms;   /* when to deliver (the heap's key); a backlog goes oldest first */
+    int64_t hold_ms;  /* its row's next_attempt_ms as this node set it: private until then */
     char id[NOTIFY_ID_LEN + 1];
     notify_chan channel;
 } item;
@@ -67,17 +68,34 @@ typedef struct item_buf {
     size_t n, cap;
 } item_buf;
 
+/* A channel's answer, and what the attempt's row records: when the send
+ * went out and whether it was late (as its payload said). */
 typedef struct result {
     struct result *next;
     char id[NOTIFY_ID_LEN + 1];
-    bool ok;
+    bool ok, late;
+    int64_t fired_ms;
     char error[200];
 } result;
 
 typedef struct send_ctx {
     notify_engine *e;
     char id[NOTIFY_ID_LEN + 1];
+    bool late;
+    int64_t fired_ms;
 } send_ctx;
+
+/* A webhook or email send this node is making: from the moment a worker
+ * takes its item until the channel's answer. A second copy of the same
+ * row (an outbox poll took it again while it waited) finds it here and is
+ * not sent twice. hold_ms is the row's next_attempt_ms: sends still out
+ * near it get it pushed back (extend_holds), so no other node's poll
+ * takes a row that is being sent. An open-addressing table (linear
+ * probing) sized at twice the channels' capacity, under mu. */
+typedef struct flight {
+    char id[NOTIFY_ID_LEN + 1]; /* "" when free */
+    int64_t hold_ms;
+} flight;
 
 typedef struct group {
     lease_hold hold;
@@ -130,6 +148,10 @@ struct notify_engine {
     int sending;        /* webhook/email items taken from the heap, not yet handed on */
     int send_cap;       /* in_flight + sending stays below: the channels' capacity */
     int send_room;      /* ... and a waiting worker is woken when this much is free */
+    flight *flights;    /* sends being made (see flight) */
+    size_t flights_mask;/* table size - 1 (a power of two) */
+    size_t nflights;
+    int64_t next_extend_ms; /* when a worker next looks for holds to push back */
     int groups_held;
 };
 
@@ -199,6 +221,58 @@ static void enqueue(notify_engine *e, const item *items, size_t n)
         if (!heap_push(e, &items[i])) break; /* the outbox keeps it; a poll finds it */
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
+}
+
+/* ---- sends being made (mu held) ------------------------------------------ */
+
+static size_t flight_home(const notify_engine *e, const char *id)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const char *p = id; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return (size_t)h & e->flights_mask;
+}
+
+/* The slot of id, or of the free slot where it would go. */
+static size_t flight_slot(const notify_engine *e, const char *id)
+{
+    size_t i = flight_home(e, id);
+    while (e->flights[i].id[0] && strcmp(e->flights[i].id, id) != 0) i = (i + 1) & e->flights_mask;
+    return i;
+}
+
+/* Takes id for this node's send; false when a send of it is already being
+ * made -- or, should answers pile up unrecorded until the table is three
+ * quarters full (it has room for four times the channels' capacity), when
+ * there is no room: the row then stays pending and is retried after its
+ * hold, rather than probing a full table forever. */
+static bool flight_take(notify_engine *e, const char *id, int64_t hold_ms)
+{
+    if (e->nflights * 4 >= (e->flights_mask + 1) * 3) return false;
+    flight *f = &e->flights[flight_slot(e, id)];
+    if (f->id[0]) return false;
+    snprintf(f->id, sizeof f->id, "%s", id);
+    f->hold_ms = hold_ms;
+    e->nflights++;
+    return true;
+}
+
+/* Frees id's slot, moving back the entries after it that probed past it
+ * (deletion without tombstones). */
+static void flight_drop(notify_engine *e, const char *id)
+{
+    size_t i = flight_slot(e, id);
+    if (!e->flights[i].id[0]) return;
+    e->nflights--;
+    for (size_t j = (i + 1) & e->flights_mask; e->flights[j].id[0]; j = (j + 1) & e->flights_mask) {
+        size_t home = flight_home(e, e->flights[j].id);
+        /* j's entry may move to i if its home is not in (i, j] (cyclically). */
+        bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+        if (!stays) {
+            e->flights[i] = e->flights[j];
+            i = j;
+        }
+    }
+    e->flights[i].id[0] = '\0';
 }
 
 /* ---- claiming ----------------------------------------------------------- */
@@ -539,7 +613,7 @@ static int claim_took(claim_out *o, const char *id, const char *channel, int64_t
     if (strcmp(state, "done") == 0)
         return json_array_append_new(o->done, json_string(id)) == 0 ? STORE_OK : STORE_ERROR;
     if (strcmp(state, "pending") != 0) return STORE_OK;
-    item it = {.due_ms = due_ms};
+    item it = {.due_ms = due_ms, .hold_ms = due_ms + NOTIFY_HOLD_MS};
     snprintf(it.id, sizeof it.id, "%s", id);
     it.channel = chan_of(channel);
     return buf_add(o->timer, &it) ? STORE_OK : STORE_ERROR;
@@ -870,7 +944,7 @@ static int poll_outbox(notify_engine *e, store *db)
     item_buf buf = {0};
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
-        item it = {.due_ms = store_col_int64(st, 2)};
+        item it = {.due_ms = store_col_int64(st, 2), .hold_ms = now + NOTIFY_HOLD_MS};
         snprintf(it.id, sizeof it.id, "%s", store_col_text(st, 0));
         it.channel = chan_of(store_col_text(st, 1));
         if (!buf_add(&buf, &it)) break;
@@ -1234,6 +1308,8 @@ static void send_done(void *ctx, bool ok, int http_status, const char *error)
     if (r) {
         snprintf(r->id, sizeof r->id, "%s", sc->id);
         r->ok = ok;
+        r->late = sc->late;
+        r->fired_ms = sc->fired_ms;
         if (!ok) snprintf(r->error, sizeof r->error, "%s (status %d)", error ? error : "failed", http_status);
         r->next = e->results;
         if (!e->results) e->results_since = base_now_ms();
@@ -1256,8 +1332,11 @@ static void send_done(void *ctx, bool ok, int http_status, const char *error)
 /* Records a failed attempt: back off (doubling, with up to half again of
  * jitter so failing receivers are not hit in lockstep) or dead-letter. */
 /* permanent: no retry can succeed (say, email is not configured), so the
- * delivery goes to the dead letters at once, visibly, with the reason. */
-static int record_failure_ex(notify_engine *e, store *db, const char *id, const char *error, bool permanent)
+ * delivery goes to the dead letters at once, visibly, with the reason.
+ * sent: the attempt's answer, whose send time and lateness the row
+ * records; NULL when nothing went out. */
+static int record_failure_ex(notify_engine *e, store *db, const char *id, const char *error, bool permanent,
+                             const result *sent)
 {
     int64_t attempts = 0;
     store_stmt *st = store_prepare(db, "SELECT attempts FROM deliveries WHERE id = $1 AND state = 'pending'");
@@ -1276,13 +1355,21 @@ static int record_failure_ex(notify_engine *e, store *db, const char *id, const 
     delay += (int64_t)(jr % (uint32_t)(delay / 2 + 1));
     bool dead = permanent || attempts >= e->o.max_attempts;
     st = store_prepare(db, "UPDATE deliveries SET attempts = $2, state = $3, next_attempt_ms = $4, last_error = $5, "
-                           "updated_ms = $6 WHERE id = $1 AND state = 'pending'");
+                           "updated_ms = $6, fired_ms = COALESCE($7, fired_ms), late = COALESCE($8, late) "
+                           "WHERE id = $1 AND state = 'pending'");
     store_bind_str(st, 1, id);
     store_bind_int64(st, 2, attempts);
     store_bind_str(st, 3, dead ? "dead" : "pending");
     store_bind_int64(st, 4, now + delay);
     store_bind_str(st, 5, error);
     store_bind_int64(st, 6, now);
+    if (sent) {
+        store_bind_int64(st, 7, sent->fired_ms);
+        store_bind_int64(st, 8, sent->late);
+    } else {
+        store_bind_null(st, 7);
+        store_bind_null(st, 8);
+    }
     rc = store_step(st);
     store_reset(st);
     if (dead) log_warn("reminders: delivery %s dead after %lld attempts: %s", id, (long long)attempts, error);
@@ -1291,7 +1378,7 @@ static int record_failure_ex(notify_engine *e, store *db, const char *id, const 
 
 static int record_failure(notify_engine *e, store *db, const char *id, const char *error)
 {
-    return record_failure_ex(e, db, id, error, false);
+    return record_failure_ex(e, db, id, error, false, NULL);
 }
 
 /* The summary as HTML text. */
@@ -1329,8 +1416,9 @@ static json_t *payload_of(store_stmt *st, const item *it, bool late, int64_t now
 /* A webhook or email ready to go: read from the outbox inside the batch's
  * transaction, handed to the channel after the commit. */
 typedef struct send_job {
-    item it;
+    item it; /* first: a job sorts and searches as its item */
     bool webhook, late;
+    int64_t fired_ms;
     char *body, *target, *secret, *summary;
 } send_job;
 
@@ -1342,33 +1430,38 @@ static void send_job_free(send_job *j)
     free(j->summary);
 }
 
-/* Inside the transaction: reads what to send and pushes the next attempt
- * past the send's own timeout -- set statements for the whole batch. */
+/* Inside the transaction: reads what to send -- set statements for the
+ * whole batch. A claim has already made each row private to this node
+ * until due + NOTIFY_HOLD_MS, time enough for an on-time send to be
+ * answered; so only sends that go out near or past their hold (a
+ * backlog) push it back here, and extend_holds sees to sends still out
+ * when it nears. (A hold written for every send cost each row a rewrite
+ * and two index changes.) */
 #define ASYNC_CANCEL(BATCH) "UPDATE deliveries SET state = 'cancelled', updated_ms = $2 WHERE " BATCH
-/* The hold also records the attempt: sent at $2 (now), late or not by
- * the grace $3 -- what its payload says, and what the admin view shows. */
-#define NOTIFY_STR_(x) #x
-#define NOTIFY_STR(x) NOTIFY_STR_(x)
-#define ASYNC_HOLD(BATCH)                                                                                  \
-    "UPDATE deliveries SET next_attempt_ms = CAST($2 AS BIGINT) + " NOTIFY_STR(NOTIFY_SEND_HOLD_MS)         \
-    ", fired_ms = $2, late = " LATE_SQL " WHERE " BATCH
-#define ASYNC_DONE(BATCH)                                                                                  \
-    "UPDATE deliveries SET state = 'done', attempts = attempts + 1, updated_ms = $2 WHERE " BATCH
+#define ASYNC_HOLD(BATCH) "UPDATE deliveries SET next_attempt_ms = $2 WHERE " BATCH
+/* The answers that were 2xx, as [id, fired, late] each: done, recording
+ * when the attempt went out and whether it was late -- what its payload
+ * said, and what the admin view shows. $2 is now. */
+#define ASYNC_DONE(LIST, STATE)                                                                            \
+    "UPDATE deliveries SET state = 'done', attempts = attempts + 1, updated_ms = $2, fired_ms = v.fired, "  \
+    "late = v.late FROM (SELECT " AT_TEXT(0) " AS id, " AT(1) " AS fired, " AT(2) " AS late FROM " LIST     \
+    ") v WHERE deliveries.id = v.id AND " STATE " = 'pending'"
 /* What to send, for the batch's pending rows: the columns payload_of
  * reads, then target, secret, id; live = its reminder and endpoint still
- * exist; busy = a send of it is in flight ($2: the latest next attempt a
- * row not being sent can have -- a send holds it NOTIFY_SEND_HOLD_MS). A
- * row can be in the heap twice (an outbox poll took it over while it
- * waited past its hold): busy keeps the second copy from sending again. */
+ * exist. */
 #define ASYNC_READ(BATCH_D)                                                                                \
     "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, w.url, w.secret, d.id, "                   \
-    "CASE WHEN w.id IS NOT NULL AND " ASYNC_LIVE " THEN 1 ELSE 0 END, " ASYNC_BUSY " FROM deliveries d "   \
+    "CASE WHEN w.id IS NOT NULL AND " ASYNC_LIVE " THEN 1 ELSE 0 END FROM deliveries d "                   \
     "LEFT JOIN webhooks w ON w.id = d.endpoint_id WHERE d.channel = 'webhook' AND " BATCH_D " UNION ALL "   \
     "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, u.email, '', d.id, "                        \
-    "CASE WHEN u.id IS NOT NULL AND " ASYNC_LIVE " THEN 1 ELSE 0 END, " ASYNC_BUSY " FROM deliveries d "   \
+    "CASE WHEN u.id IS NOT NULL AND " ASYNC_LIVE " THEN 1 ELSE 0 END FROM deliveries d "                   \
     "LEFT JOIN users u ON u.id = d.user_id WHERE d.channel = 'email' AND " BATCH_D
 #define ASYNC_LIVE "EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id)"
-#define ASYNC_BUSY "CASE WHEN d.next_attempt_ms > $2 THEN 1 ELSE 0 END"
+/* A send whose hold ends sooner than this gets it pushed back (to
+ * NOTIFY_SEND_HOLD_MS from now), at the send or by extend_holds, which
+ * looks every NOTIFY_EXTEND_TICK_MS. */
+#define NOTIFY_EXTEND_MARGIN_MS 1500
+#define NOTIFY_EXTEND_TICK_MS 250
 
 static int item_cmp_id(const void *a, const void *b)
 {
@@ -1392,6 +1485,7 @@ static bool send_job_fill(notify_engine *e, store_stmt *st, const item *it, int6
     memset(j, 0, sizeof *j);
     j->it = *it;
     j->late = is_late(e, it, now);
+    j->fired_ms = now;
     j->webhook = it->channel == NOTIFY_CHAN_WEBHOOK;
     json_t *pl = payload_of(st, it, j->late, now, j->webhook ? "webhook" : "email");
     j->body = pl ? json_dumps(pl, JSON_COMPACT) : NULL;
@@ -1405,10 +1499,9 @@ static bool send_job_fill(notify_engine *e, store_stmt *st, const item *it, int6
 }
 
 /* The batch being read: candidates sorted by id, and what became of each:
- * not pending any more (UNSEEN, nothing to do), being sent elsewhere
- * (BUSY, likewise), its reminder or endpoint gone (GONE: cancelled), or
- * made into a job (TAKEN: held for the send). */
-enum { SEND_UNSEEN, SEND_BUSY, SEND_GONE, SEND_TAKEN };
+ * not pending any more (UNSEEN, nothing to do), its reminder or endpoint
+ * gone (GONE: cancelled), or made into a job (TAKEN). */
+enum { SEND_UNSEEN, SEND_GONE, SEND_TAKEN };
 typedef struct send_read {
     notify_engine *e;
     int64_t now;
@@ -1426,8 +1519,7 @@ static void send_read_row(send_read *s, store_stmt *st)
     item *it = bsearch(&key, s->cands, s->n, sizeof key, item_cmp_id);
     if (!it || s->fate[it - s->cands] != SEND_UNSEEN) return;
     char *fate = &s->fate[it - s->cands];
-    if (store_col_int64(st, 8)) *fate = SEND_BUSY;
-    else if (!store_col_int64(st, 7)) *fate = SEND_GONE;
+    if (!store_col_int64(st, 7)) *fate = SEND_GONE;
     else if (send_job_fill(s->e, st, it, s->now, &s->jobs[s->k])) {
         *fate = SEND_TAKEN;
         s->k++;
@@ -1435,8 +1527,9 @@ static void send_read_row(send_read *s, store_stmt *st)
     /* else left UNSEEN: stays pending, retried after its hold */
 }
 
-/* Reads the candidates' sends, holds the ones to go, and cancels the ones
- * whose reminder or endpoint is gone. */
+/* Reads the candidates' sends, pushes back the holds of those that go out
+ * near or past theirs, and cancels the ones whose reminder or endpoint is
+ * gone. */
 static int send_read_all(notify_engine *e, store *db, send_read *s)
 {
     bool pg = store_backend_of(db) == STORE_PG;
@@ -1444,7 +1537,6 @@ static int send_read_all(notify_engine *e, store *db, send_read *s)
     if (!ids) return STORE_ERROR;
     store_stmt *st = store_prepare(db, pg ? ASYNC_READ(BATCH_PG_OF("d.")) : ASYNC_READ(BATCH_SQLITE_OF("d.")));
     store_bind_str(st, 1, ids);
-    store_bind_int64(st, 2, s->now + NOTIFY_HOLD_MS);
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) send_read_row(s, st);
     store_reset(st);
@@ -1453,13 +1545,16 @@ static int send_read_all(notify_engine *e, store *db, send_read *s)
     size_t nhold = 0, ncancel = 0;
     item *hold = malloc(s->n * sizeof *hold), *cancel = malloc(s->n * sizeof *cancel);
     rc = hold && cancel ? STORE_OK : STORE_ERROR;
-    for (size_t i = 0; i < s->n && rc == STORE_OK; i++) {
-        if (s->fate[i] == SEND_TAKEN) hold[nhold++] = s->cands[i];
+    int64_t held_to = s->now + NOTIFY_SEND_HOLD_MS;
+    for (size_t i = 0; i < s->k && rc == STORE_OK; i++)
+        if (s->jobs[i].it.hold_ms < s->now + NOTIFY_EXTEND_MARGIN_MS) {
+            s->jobs[i].it.hold_ms = held_to;
+            hold[nhold++] = s->jobs[i].it;
+        }
+    for (size_t i = 0; i < s->n && rc == STORE_OK; i++)
         if (s->fate[i] == SEND_GONE) cancel[ncancel++] = s->cands[i];
-    }
     if (rc == STORE_OK)
-        rc = items_exec(db, pg ? ASYNC_HOLD(BATCH_PG) : ASYNC_HOLD(BATCH_SQLITE), hold, nhold, s->now,
-                        &e->o.grace_ms);
+        rc = items_exec(db, pg ? ASYNC_HOLD(BATCH_PG) : ASYNC_HOLD(BATCH_SQLITE), hold, nhold, held_to, NULL);
     if (rc == STORE_OK)
         rc = items_exec(db, pg ? ASYNC_CANCEL(BATCH_PG) : ASYNC_CANCEL(BATCH_SQLITE), cancel, ncancel, s->now, NULL);
     free(hold);
@@ -1469,8 +1564,7 @@ static int send_read_all(notify_engine *e, store *db, send_read *s)
 
 /* Inside the transaction: the late ones are missed under the skip policy,
  * the ones no channel can take are failed attempts (a misconfiguration,
- * so one by one), and the rest are read, held and made into jobs (*k of
- * them). */
+ * so one by one), and the rest are read and made into jobs (*k of them). */
 static int send_prepare(notify_engine *e, store *db, const item *its, size_t n, send_job *jobs, size_t *k)
 {
     bool pg = store_backend_of(db) == STORE_PG;
@@ -1486,7 +1580,8 @@ static int send_prepare(notify_engine *e, store *db, const item *its, size_t n, 
         else if (!e->o.channels || (webhook && !e->has_webhooks))
             rc = record_failure(e, db, its[i].id, "channel not available");
         else if (!webhook && !channels_email_enabled(e->o.channels))
-            rc = record_failure_ex(e, db, its[i].id, "email is not configured on this server (--smtp-url)", true);
+            rc = record_failure_ex(e, db, its[i].id, "email is not configured on this server (--smtp-url)", true,
+                                   NULL);
         else s.cands[s.n++] = its[i];
     }
     if (rc == STORE_OK)
@@ -1511,8 +1606,11 @@ static bool send_dispatch(notify_engine *e, send_job *j)
     if (!sc) return false;
     sc->e = e;
     snprintf(sc->id, sizeof sc->id, "%s", j->it.id);
+    sc->late = j->late;
+    sc->fired_ms = j->fired_ms;
     pthread_mutex_lock(&e->mu);
     e->in_flight++;
+    e->flights[flight_slot(e, j->it.id)].hold_ms = j->it.hold_ms;
     pthread_mutex_unlock(&e->mu);
     int sent;
     if (j->webhook) {
@@ -1534,29 +1632,51 @@ static bool send_dispatch(notify_engine *e, send_job *j)
     return false;
 }
 
-/* Webhook and email items of a batch: one transaction reads and holds them
- * all, then each goes to its channel; the few a full channel refuses are
- * recorded as failed attempts together. */
-static void deliver_async_batch(notify_engine *e, store *db, const item *its, size_t n)
+/* Marks the batch's rows as being sent by this node, dropping (in place)
+ * the items whose row a send of this node already has. Returns how many
+ * are left. */
+static size_t flights_begin(notify_engine *e, item *its, size_t n)
 {
+    size_t k = 0;
+    pthread_mutex_lock(&e->mu);
+    for (size_t i = 0; i < n; i++)
+        if (flight_take(e, its[i].id, its[i].hold_ms)) its[k++] = its[i];
+    pthread_mutex_unlock(&e->mu);
+    return k;
+}
+
+/* Webhook and email items of a batch: one transaction reads them all,
+ * then each goes to its channel; the few a full channel refuses are
+ * recorded as failed attempts together. An item handed to a channel
+ * stays this node's send until its answer is recorded (apply_results);
+ * any other stops being one here (left pending, it is retried after its
+ * hold). */
+static void deliver_async_batch(notify_engine *e, store *db, item *its, size_t n)
+{
+    n = flights_begin(e, its, n);
     if (n == 0) return;
     send_job *jobs = calloc(n, sizeof *jobs);
-    if (!jobs) return; /* left pending: retried after the hold */
-    size_t k = 0;
-    write_lock(e);
-    if (store_begin(db) == STORE_OK) {
-        int rc = send_prepare(e, db, its, n, jobs, &k);
-        if (rc != STORE_OK || store_commit(db) != STORE_OK) {
-            log_warn("reminders: send batch failed: %s", store_errmsg(db));
-            store_rollback(db);
-            for (size_t i = 0; i < k; i++) send_job_free(&jobs[i]);
-            k = 0;
+    size_t k = 0, refused = 0;
+    if (jobs) {
+        write_lock(e);
+        if (store_begin(db) == STORE_OK) {
+            int rc = send_prepare(e, db, its, n, jobs, &k);
+            if (rc != STORE_OK || store_commit(db) != STORE_OK) {
+                log_warn("reminders: send batch failed: %s", store_errmsg(db));
+                store_rollback(db);
+                for (size_t i = 0; i < k; i++) send_job_free(&jobs[i]);
+                k = 0;
+            }
         }
+        write_unlock(e);
     }
-    write_unlock(e);
-    size_t refused = 0;
     for (size_t i = 0; i < k; i++)
-        if (!send_dispatch(e, &jobs[i])) jobs[refused++].it = jobs[i].it; /* keep the item only */
+        if (!send_dispatch(e, &jobs[i])) {
+            item it = jobs[i].it; /* keep the item only, at the front */
+            send_job_free(&jobs[i]);
+            jobs[i] = jobs[refused];
+            jobs[refused++] = (send_job){.it = it};
+        }
     if (refused) {
         write_lock(e);
         bool tx = store_begin(db) == STORE_OK;
@@ -1564,29 +1684,55 @@ static void deliver_async_batch(notify_engine *e, store *db, const item *its, si
         if (tx && store_commit(db) != STORE_OK) store_rollback(db);
         write_unlock(e);
     }
+    /* (A job starts with its item: the jobs sort and search as items.) */
+    if (k > refused) qsort(jobs + refused, k - refused, sizeof *jobs, item_cmp_id);
+    pthread_mutex_lock(&e->mu);
+    for (size_t i = 0; i < n; i++)
+        if (k == refused || !bsearch(&its[i], jobs + refused, k - refused, sizeof *jobs, item_cmp_id))
+            flight_drop(e, its[i].id);
+    pthread_mutex_unlock(&e->mu);
     for (size_t i = 0; i < k; i++) send_job_free(&jobs[i]);
     free(jobs);
+}
+
+/* The 2xx answers as ASYNC_DONE's list. Caller frees. */
+static char *done_json(const result *res)
+{
+    size_t n = 0;
+    for (const result *r = res; r; r = r->next) n += r->ok;
+    char *out = malloc(n * (NOTIFY_ID_LEN + 32) + 3), *p = out;
+    if (!out) return NULL;
+    *p++ = '[';
+    for (const result *r = res; r; r = r->next)
+        if (r->ok)
+            p += sprintf(p, "%s[\"%s\",%lld,%d]", p == out + 1 ? "" : ",", r->id, (long long)r->fired_ms, r->late);
+    *p++ = ']';
+    *p = '\0';
+    return out;
 }
 
 /* The channels' answers, recorded in one transaction: the successes in
  * one set statement, each failure with its own backoff. */
 static int apply_results_in(notify_engine *e, store *db, result *res)
 {
-    size_t n = 0, nok = 0;
-    for (result *r = res; r; r = r->next) n++;
-    item *ok = malloc(n * sizeof *ok);
-    if (!ok) return STORE_ERROR;
+    bool any_ok = false;
     int rc = STORE_OK;
     for (result *r = res; r && rc == STORE_OK; r = r->next) {
-        if (r->ok) snprintf(ok[nok++].id, sizeof ok->id, "%s", r->id);
-        else rc = record_failure(e, db, r->id, r->error);
+        if (r->ok) any_ok = true;
+        else rc = record_failure_ex(e, db, r->id, r->error, false, r);
     }
+    if (rc != STORE_OK || !any_ok) return rc;
+    char *list = done_json(res);
+    if (!list) return STORE_ERROR;
     bool pg = store_backend_of(db) == STORE_PG;
-    if (rc == STORE_OK) rc = items_exec(db, pg ? ASYNC_DONE(BATCH_PG) : ASYNC_DONE(BATCH_SQLITE), ok, nok, base_now_ms(), NULL);
-    free(ok);
+    rc = batch_exec(db, pg ? ASYNC_DONE(LIST_PG, "deliveries.state") : ASYNC_DONE(LIST_SQLITE, "+deliveries.state"),
+                    list, base_now_ms(), NULL);
+    free(list);
     return rc;
 }
 
+/* Records the answers; then their rows stop being this node's sends (on
+ * failure to record they stay pending, and are retried after the hold). */
 static void apply_results(notify_engine *e, store *db, result *res)
 {
     if (!res) return;
@@ -1596,14 +1742,52 @@ static void apply_results(notify_engine *e, store *db, result *res)
     if (rc == STORE_OK) rc = store_commit(db);
     if (rc != STORE_OK) {
         log_warn("reminders: cannot record delivery results: %s", store_errmsg(db));
-        store_rollback(db); /* rows stay pending: retried after their hold */
+        store_rollback(db);
     }
     write_unlock(e);
+    pthread_mutex_lock(&e->mu);
+    for (result *r = res; r; r = r->next) flight_drop(e, r->id);
+    pthread_mutex_unlock(&e->mu);
     while (res) {
         result *next = res->next;
         free(res);
         res = next;
     }
+}
+
+/* Pushes back the holds of sends still out whose hold nears its end (a
+ * slow receiver), so no node's outbox poll takes the row meanwhile. */
+static void extend_holds(notify_engine *e, store *db, int64_t now)
+{
+    size_t n = 0;
+    item *its = NULL;
+    int64_t held_to = now + NOTIFY_SEND_HOLD_MS;
+    pthread_mutex_lock(&e->mu);
+    for (size_t i = 0; i <= e->flights_mask; i++) {
+        flight *f = &e->flights[i];
+        if (!f->id[0] || f->hold_ms >= now + NOTIFY_EXTEND_MARGIN_MS) continue;
+        if (!its && !(its = malloc((e->flights_mask + 1) * sizeof *its))) break;
+        snprintf(its[n++].id, sizeof its->id, "%s", f->id);
+        f->hold_ms = held_to;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (n == 0) {
+        free(its);
+        return;
+    }
+    bool pg = store_backend_of(db) == STORE_PG;
+    write_lock(e);
+    int rc = store_begin(db);
+    if (rc == STORE_OK) rc = items_exec(db, pg ? ASYNC_HOLD(BATCH_PG) : ASYNC_HOLD(BATCH_SQLITE), its, n, held_to, NULL);
+    if (rc == STORE_OK) rc = store_commit(db);
+    if (rc != STORE_OK) {
+        /* Another node may then take some over after their hold: sent
+         * twice, under one delivery id (at least once). */
+        log_warn("reminders: cannot extend the holds of %zu sends: %s", n, store_errmsg(db));
+        store_rollback(db);
+    }
+    write_unlock(e);
+    free(its);
 }
 
 /* Under e->mu: the answers, when it is time to record them. */
@@ -1673,6 +1857,13 @@ static void *worker_main(void *p)
     pthread_mutex_lock(&e->mu);
     while (!e->stopping) {
         int64_t now = base_now_ms();
+        if (e->nflights > 0 && now >= e->next_extend_ms) {
+            e->next_extend_ms = now + NOTIFY_EXTEND_TICK_MS;
+            pthread_mutex_unlock(&e->mu);
+            extend_holds(e, db, now);
+            pthread_mutex_lock(&e->mu);
+            continue;
+        }
         result *res = take_results(e, now);
         int async;
         bool full;
@@ -1681,6 +1872,7 @@ static void *worker_main(void *p)
             int64_t wake = e->heap.n > 0 && !full ? e->heap.v[0].due_ms : now + 1000;
             if (e->results && e->results_since + NOTIFY_RESULT_WAIT_MS < wake)
                 wake = e->results_since + NOTIFY_RESULT_WAIT_MS;
+            if (e->nflights > 0 && e->next_extend_ms < wake) wake = e->next_extend_ms;
             struct timespec ts = {.tv_sec = wake / 1000, .tv_nsec = (wake % 1000) * 1000000};
             pthread_cond_timedwait(&e->cv, &e->mu, &ts);
             continue;
@@ -1761,6 +1953,12 @@ int notify_engine_start(notify_engine *e)
     e->has_webhooks = webhooks_present(e->o.db_url);
     e->send_cap = e->o.channels ? channels_capacity(e->o.channels) : INT_MAX;
     e->send_room = e->send_cap / 4 < 1 ? 1 : e->send_cap / 4 > 256 ? 256 : e->send_cap / 4;
+    /* Sends being made: at most the channels' capacity (without channels,
+     * the batches the workers hold), each until its answer is recorded. */
+    size_t slots = 16, bound = (size_t)(e->o.channels ? e->send_cap : NOTIFY_DELIVER_BATCH * e->o.workers);
+    while (slots < 4 * bound) slots *= 2;
+    if (!(e->flights = calloc(slots, sizeof *e->flights))) return -1;
+    e->flights_mask = slots - 1;
     if (e->serialize_writes) {
         if (!(e->shared = engine_db_open(e, "engine"))) return -1;
         if (store_exec(e->shared, "PRAGMA wal_autocheckpoint = 0") != STORE_OK ||
@@ -1823,6 +2021,7 @@ void notify_engine_free(notify_engine *e)
     pthread_cond_destroy(&e->cv);
     pthread_cond_destroy(&e->idle);
     free(e->heap.v);
+    free(e->flights);
     free(e->groups);
     free(e->pass);
     free(e->workers);

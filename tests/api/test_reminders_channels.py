@@ -7,8 +7,9 @@ import hashlib
 import hmac
 import json
 import time
+from datetime import datetime, timezone
 
-from chime import ServerTest, main
+from chime import Server, ServerTest, main
 from receivers import HttpReceiver, SmtpReceiver
 
 SMTP = SmtpReceiver().start()
@@ -189,6 +190,57 @@ class TestSendBackpressure(ServerTest):
         self.assertEqual({d["attempts"] for d in got}, {1})
         bodies = [json.loads(r["body"]) for r in HOOKS.requests if r["path"] == key]
         self.assertEqual(sorted(b["summary"] for b in bodies), sorted("e%d" % i for i in range(24)))
+
+
+class TestSlowSendKeepsItsRow(ServerTest):
+    # A claim makes its row this node's until 3 s past due; a send still
+    # out then (a receiver taking 6 s) must push that back, or another
+    # node's outbox poll takes the row over and sends it again. Two nodes
+    # share the database; the receiver must get one request, and while it
+    # is out the row must be held well past the claim's 3 s.
+    server_args = FAST + ["--webhook-timeout", "15000"]
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.other = Server(db=cls.server.db, args=FAST + ["--webhook-timeout", "15000"]).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            assert cls.other.stop() == 0, cls.other.log()[-3000:]
+        finally:
+            super().tearDownClass()
+
+    def test_slow_send_is_not_taken_over(self):
+        admin, admin_token = self.server.new_user()
+        user, token = self.server.new_user()
+        r = self.server.post("/v1/me/webhooks", {"url": "http://127.0.0.1:%d/slow/6000" % HOOKS.port,
+                                                 "secret": "s3cret-hook-key"}, token=token)
+        self.assertEqual(r.status, 201, r)
+        start = soon()
+        r = self.server.post("/v1/events", {"summary": "slow-" + user["id"], "start": {"date_time": iso(start)},
+                                            "end": {"date_time": iso(start + 60)},
+                                            "reminders": [{"method": "webhook", "minutes_before": 0}]},
+                             token=token)
+        self.assertEqual(r.status, 201, r)
+
+        def mine(state):
+            r = self.server.get("/v1/admin/deliveries?state=" + state, token=admin_token)
+            return [d for d in r.json["items"] if d["user_id"] == user["id"]]
+
+        def got():
+            return [r for r in HOOKS.requests if json.loads(r["body"] or "{}").get("user_id") == user["id"]]
+        time.sleep(max(0, start + 4.5 - time.time()))
+        pending = mine("pending")
+        self.assertEqual(len(pending), 1, (pending, mine("done")))
+        held = datetime.strptime(pending[0]["next_attempt"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+            tzinfo=timezone.utc).timestamp()
+        self.assertGreater(held, start + 30, pending)
+        done = wait_for(lambda: mine("done"), timeout=20)
+        self.assertEqual([d["attempts"] for d in done], [1])
+        time.sleep(1)
+        self.assertEqual(len(got()), 1, got())
 
 
 if __name__ == "__main__":
