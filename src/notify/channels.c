@@ -1,6 +1,8 @@
-/* channels.c -- the sending thread: one libcurl multi handle drives every
- * webhook POST and SMTP transaction, so connections are reused across sends
- * and no caller ever blocks on the network.
+/* channels.c -- the sending threads. Webhooks go through the webhook
+ * client (src/net/hclient.h, its own thread and event loop); email through
+ * the curl thread here: one libcurl multi handle drives every SMTP
+ * transaction, so connections are reused across sends and no caller ever
+ * blocks on the network. Both share the max_in_flight sends.
  *
  * A send is prepared completely (its easy handle, headers, copied payload)
  * on the caller's thread, then queued; the channel thread only adds queued
@@ -29,6 +31,7 @@
 #include <strings.h>
 
 #include "base/base.h"
+#include "net/hclient.h"
 #include "notify/channels_int.h"
 
 #define CHANNELS_HOST_CONNECTIONS 16
@@ -52,6 +55,7 @@ struct channels {
     int64_t timeout_ms;
     int max_in_flight;
 
+    hclient *hooks;      /* the webhook client */
     CURLM *multi;        /* touched only by the channel thread (wakeup aside) */
     chan_origin *origins[CHANNELS_ORIGIN_BUCKETS]; /* the channel thread's alone */
     pthread_t thread;
@@ -121,6 +125,27 @@ int chan_enqueue(channels *c, chan_send *s)
     return 0;
 }
 
+bool chan_slot_take(channels *c)
+{
+    pthread_mutex_lock(&c->mu);
+    bool ok = !c->stopping && c->outstanding < c->max_in_flight;
+    if (ok) c->outstanding++;
+    pthread_mutex_unlock(&c->mu);
+    return ok;
+}
+
+void chan_slot_give(channels *c)
+{
+    pthread_mutex_lock(&c->mu);
+    c->outstanding--;
+    pthread_mutex_unlock(&c->mu);
+}
+
+struct hclient *chan_hooks(channels *c)
+{
+    return c->hooks;
+}
+
 /* ---- the thread ----------------------------------------------------------- */
 
 static void report(channels *c, chan_send *s, CURLcode rc)
@@ -136,9 +161,6 @@ static void report(channels *c, chan_send *s, CURLcode rc)
         snprintf(msg, sizeof msg, "%s: %s", curl_easy_strerror(rc), s->errbuf[0] ? s->errbuf : "no detail");
         if (rc == CURLE_OPERATION_TIMEDOUT)
             snprintf(msg, sizeof msg, "timed out after %lld ms: %s", (long long)c->timeout_ms, s->errbuf);
-    } else if (s->kind == CHAN_WEBHOOK && (code < 200 || code > 299)) {
-        if (code >= 300 && code < 400) snprintf(msg, sizeof msg, "HTTP %ld: redirects are not followed", code);
-        else snprintf(msg, sizeof msg, "HTTP %ld from the receiver", code);
     } else {
         ok = true;
     }
@@ -332,8 +354,14 @@ channels *channels_new(const channels_config *cfg)
     c->max_in_flight = cfg->max_in_flight > 0 ? cfg->max_in_flight : 256;
     c->multi = curl_multi_init();
     pthread_mutex_init(&c->mu, NULL);
+    hclient_config hc = {.timeout_ms = c->timeout_ms,
+                         .per_origin = CHANNELS_HOST_CONNECTIONS,
+                         .refused = c->allow_private ? NULL : channels_addr_private,
+                         .refused_why = "is a private or reserved address"
+                                        " (the server allows it only with --webhook-allow-private)"};
     if (!c->smtp_from || !c->from_addr || !c->msgid_domain || !c->multi || (cfg->smtp_url && cfg->smtp_url[0] && !c->smtp_url))
         goto fail;
+    if (!(c->hooks = hclient_new(&hc))) goto fail;
     /* Several sends to one receiver share a connection rather than each
      * opening their own, and one receiver gets at most 16 at once (64
      * measured no faster on bench/reminders, and is a lot to ask of a
@@ -345,6 +373,7 @@ channels *channels_new(const channels_config *cfg)
     return c;
 fail:
     log_error("channels: cannot start the sending thread");
+    hclient_free(c->hooks);
     if (c->multi) curl_multi_cleanup(c->multi);
     pthread_mutex_destroy(&c->mu);
     free(c->smtp_url);
@@ -362,6 +391,7 @@ void channels_free(channels *c)
     c->stopping = true;
     pthread_mutex_unlock(&c->mu);
     curl_multi_wakeup(c->multi);
+    hclient_free(c->hooks); /* its sends finish (their timeouts bound this) */
     pthread_join(c->thread, NULL);
     curl_multi_cleanup(c->multi);
     pthread_mutex_destroy(&c->mu);

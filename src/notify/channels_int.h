@@ -1,5 +1,6 @@
 /* channels_int.h -- what channels.c shares with its senders (webhook.c,
- * email.c). Not part of the channels API. */
+ * email.c). Not part of the channels API. The curl thread carries email;
+ * webhooks go through the webhook client (src/net/hclient.h). */
 #ifndef CHIME_NOTIFY_CHANNELS_INT_H
 #define CHIME_NOTIFY_CHANNELS_INT_H
 
@@ -39,6 +40,13 @@ void chan_send_free(chan_send *s);
 /* Sets s->origin from the URL: its scheme and authority, lowercased. */
 void chan_origin_set(chan_send *s, const char *url);
 int chan_enqueue(channels *c, chan_send *s);
+/* Webhooks go through the webhook client, not the curl thread, but share
+ * the max_in_flight sends: a slot is taken before one goes out (false
+ * when none is free or the channels are stopping) and given back before
+ * its done runs. */
+bool chan_slot_take(channels *c);
+void chan_slot_give(channels *c);
+struct hclient *chan_hooks(channels *c);
 const chan_settings *chan_settings_of(const channels *c, chan_settings *out);
 /* A delivery id fit for headers: 1..CHANNELS_ID_MAX visible ASCII
  * characters other than <>()[]\",;@. */

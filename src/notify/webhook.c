@@ -1,4 +1,6 @@
-/* webhook.c -- a signed JSON POST to a user's endpoint. The receiver checks
+/* webhook.c -- a signed JSON POST to a user's endpoint, sent by the
+ * webhook client (src/net/hclient.h), which also enforces the private
+ * address rule on every address a name resolves to. The receiver checks
  * X-Chime-Signature against its copy of the secret; the timestamp is inside
  * the signed text so a captured request cannot be replayed as new later. */
 #include <arpa/inet.h>
@@ -12,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "net/hclient.h"
 #include "notify/channels_int.h"
 
 void channels_sign(const char *secret, const char *timestamp, const char *body, size_t body_len,
@@ -29,40 +32,30 @@ void channels_sign(const char *secret, const char *timestamp, const char *body, 
     sodium_memzero(&st, sizeof st);
 }
 
-/* Runs for every connection curl opens, with the address it resolved: the
- * one place a DNS answer, an IP literal or an IPv6 spelling of loopback
- * all end up, so no URL trick gets past it. */
-static curl_socket_t guarded_socket(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
+/* A webhook on its way: what its answer goes back to. */
+typedef struct hook_send {
+    channels *c;
+    channels_done_fn done;
+    void *ctx;
+    char id[CHANNELS_ID_MAX + 1];
+} hook_send;
+
+/* 2xx is done; a redirect is not followed (the receiver must answer at
+ * the address it registered); anything else failed. */
+static void hook_done(void *p, int status, const char *error)
 {
-    chan_send *s = clientp;
-    chan_settings st;
-    chan_settings_of(s->c, &st);
-    bool sized = (a->family == AF_INET && a->addrlen >= sizeof(struct sockaddr_in)) ||
-                 (a->family == AF_INET6 && a->addrlen >= sizeof(struct sockaddr_in6));
-    if (!st.allow_private && (!sized || channels_addr_private(&a->addr))) {
-        s->refused = true;
-        const void *raw = a->family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)&a->addr)->sin6_addr
-                                                : (const void *)&((struct sockaddr_in *)&a->addr)->sin_addr;
-        if (!sized || !inet_ntop(a->family, raw, s->refused_addr, sizeof s->refused_addr))
-            snprintf(s->refused_addr, sizeof s->refused_addr, "an address of family %d", a->family);
-        return CURL_SOCKET_BAD;
+    hook_send *h = p;
+    char msg[120];
+    bool ok = !error && status >= 200 && status <= 299;
+    if (!error && !ok) {
+        if (status >= 300 && status < 400) snprintf(msg, sizeof msg, "HTTP %d: redirects are not followed", status);
+        else snprintf(msg, sizeof msg, "HTTP %d from the receiver", status);
+        error = msg;
     }
-    return socket(a->family, a->socktype, a->protocol);
-}
-
-static size_t discard(char *ptr, size_t size, size_t n, void *p)
-{
-    return size * n;
-}
-
-static int add_header(chan_send *s, const char *name, const char *value)
-{
-    char line[512];
-    snprintf(line, sizeof line, "%s: %s", name, value);
-    struct curl_slist *l = curl_slist_append(s->list, line);
-    if (!l) return -1;
-    s->list = l;
-    return 0;
+    if (!ok) log_debug("channels: webhook %s failed: %s", h->id, error);
+    chan_slot_give(h->c); /* room first, so a done() that queues a retry at once finds it */
+    h->done(h->ctx, ok, status, ok ? NULL : error);
+    free(h);
 }
 
 int channels_webhook(channels *c, const char *url, const char *secret, const char *delivery_id,
@@ -75,41 +68,25 @@ int channels_webhook(channels *c, const char *url, const char *secret, const cha
         log_warn("channels: webhook %s not sent: %s", delivery_id, why);
         return -1;
     }
-    chan_send *s = chan_send_new(c, done, ctx);
-    if (!s) return -1;
-    s->kind = CHAN_WEBHOOK;
-    chan_origin_set(s, url);
-    snprintf(s->id, sizeof s->id, "%s", delivery_id);
-    s->payload = malloc(body_len + 1);
-    if (!s->payload) goto fail;
-    if (body_len) memcpy(s->payload, body, body_len);
-    s->payload[body_len] = '\0';
-    s->payload_len = body_len;
-
-    char ts[24], sig[CHANNELS_SIG_SIZE];
+    hook_send *h = malloc(sizeof *h);
+    if (!h) return -1;
+    *h = (hook_send){.c = c, .done = done, .ctx = ctx};
+    snprintf(h->id, sizeof h->id, "%s", delivery_id);
+    char ts[24], sig[CHANNELS_SIG_SIZE], headers[CHANNELS_ID_MAX + 256];
     snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
-    channels_sign(secret, ts, s->payload, body_len, sig);
-    /* "Expect:" stops curl waiting a second for 100-continue on big bodies. */
-    if (add_header(s, "Content-Type", "application/json") || add_header(s, "X-Chime-Delivery", delivery_id) ||
-        add_header(s, "X-Chime-Timestamp", ts) || add_header(s, "X-Chime-Signature", sig) ||
-        add_header(s, "Expect", ""))
-        goto fail;
-
-    CURL *e = s->easy;
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, s->list);
-    curl_easy_setopt(e, CURLOPT_POST, 1L);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, s->payload);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_len);
-    curl_easy_setopt(e, CURLOPT_USERAGENT, "chime-webhook/1");
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, guarded_socket);
-    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, s);
-    if (chan_enqueue(c, s) != 0) goto fail;
+    channels_sign(secret, ts, body ? body : "", body_len, sig);
+    snprintf(headers, sizeof headers,
+             "User-Agent: chime-webhook/1\r\nContent-Type: application/json\r\nX-Chime-Delivery: %s\r\n"
+             "X-Chime-Timestamp: %s\r\nX-Chime-Signature: %s\r\n",
+             delivery_id, ts, sig);
+    if (!chan_slot_take(c)) {
+        free(h);
+        return -1;
+    }
+    if (hclient_post(chan_hooks(c), url, headers, body, body_len, hook_done, h) != 0) {
+        chan_slot_give(c);
+        free(h);
+        return -1;
+    }
     return 0;
-fail:
-    chan_send_free(s);
-    return -1;
 }

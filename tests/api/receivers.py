@@ -8,19 +8,33 @@ case without a control channel:
     /fail/N/KEY         the first N requests for KEY get 500, later ones 200
     /slow/MS            waits MS milliseconds, then 200
     /redirect           302 to /ok on the same receiver
+and, for the webhook client's framing and connection handling:
+    /chunked            200 with a chunked body
+    /close              200 with "Connection: close", then closes
+    /http10             an HTTP/1.0 200 with no length: the close ends it
+    /continue           a 100 Continue, then the 200
+    /garbage            an answer that is not HTTP
+    /bigheaders         200 with 20 KB of headers
+    /hangup             200, then closes without saying so (a keep-alive
+                        the server ends at once)
+    /drop-once/KEY      the first request for KEY: the connection closes
+                        without an answer; later ones 200
 Each request is recorded (method, path, headers with lower-case names, body,
 client port) before it is answered. The SMTP receiver refuses recipients
 whose address starts with "reject" (550).
 
 As a program (used by the C unit tests):
     receivers.py LOGDIR
-prints "http PORT smtp PORT" on one line, appends every HTTP request to
+prints "http PORT smtp PORT https PORT https-other PORT" on one line (the
+HTTPS receivers serve tests/data/tls/server.pem, for localhost and
+127.0.0.1, and other.pem, for example.org only), appends every HTTP request to
 LOGDIR/http.jsonl and every email to LOGDIR/smtp.jsonl (one JSON object a
 line, written before the answer goes out), and runs until killed or until
 its standard input closes."""
 import json
 import os
 import socket
+import ssl
 import socketserver
 import sys
 import threading
@@ -88,25 +102,72 @@ class _HttpHandler(BaseHTTPRequestHandler):
             self._answer(200)
         elif parts[0] == "redirect":
             self._answer(302, [("Location", "/ok")])
+        elif parts[0] in _RAW:
+            self._raw(parts[0])
+        elif parts[0] == "close":
+            self._answer(200, [("Connection", "close")])
+            self.close_connection = True
+        elif parts[0] == "hangup":
+            self._answer(200)
+            self.close_connection = True
+        elif parts[0] == "drop-once" and len(parts) == 2:
+            with rec.lock:
+                seen = rec.fail_counts.get("drop/" + parts[1], 0)
+                rec.fail_counts["drop/" + parts[1]] = seen + 1
+            if seen == 0:
+                self.close_connection = True  # no answer at all
+            else:
+                self._answer(200)
         else:
             self._answer(200)
+
+    def _raw(self, kind):
+        self.wfile.write(_RAW[kind])
+        self.wfile.flush()
+        if kind in ("http10", "garbage"):
+            self.close_connection = True
 
     do_GET = do_POST
     do_PUT = do_POST
 
 
+_RAW = {
+    "chunked": b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+               b"5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\nX-Trailer: yes\r\n\r\n",
+    "http10": b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nno length: the close ends me",
+    "continue": b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    "garbage": b"SMTP READY, NOT HTTP\r\n\r\n",
+    "bigheaders": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-Pad-%d: %s\r\n" % (i, b"p" * 2000) for i in range(10))
+                  + b"Content-Length: 0\r\n\r\n",
+}
+
+
+def _quiet_errors(server, request, client_address):
+    """A client that hung up (a timeout) or refused our certificate is part
+    of the tests, not a receiver failure: no traceback for those."""
+    err = sys.exc_info()[1]
+    if not isinstance(err, (BrokenPipeError, ConnectionResetError, ssl.SSLError)):
+        ThreadingHTTPServer.handle_error(server, request, client_address)
+
+
 class HttpReceiver:
-    def __init__(self, log_path=None, host="127.0.0.1"):
+    def __init__(self, log_path=None, host="127.0.0.1", tls=None):
         self.log = _Log(log_path)
         self.lock = threading.Lock()
         self.fail_counts = {}
         # A listen backlog like a real server's: socketserver's default of 5
         # drops connects when many sends open connections at once, and a
         # dropped SYN is retried only after a second.
-        cls = type("Server", (ThreadingHTTPServer,), {"request_queue_size": 128})
+        cls = type("Server", (ThreadingHTTPServer,), {"request_queue_size": 128, "handle_error": _quiet_errors})
         if ":" in host:
             cls = type("V6Server", (cls,), {"address_family": socket.AF_INET6})
         self.httpd = cls((host, 0), _HttpHandler)
+        if tls:
+            tls_dir = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "tls")
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(os.path.join(tls_dir, tls + ".pem"), os.path.join(tls_dir, tls + ".key"))
+            # The handshake happens in the request's own thread, not in accept.
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True, do_handshake_on_connect=False)
         self.httpd.daemon_threads = True
         self.httpd.receiver = self
         self.port = self.httpd.server_address[1]
@@ -208,7 +269,9 @@ def main():
     logdir = sys.argv[1]
     h = HttpReceiver(os.path.join(logdir, "http.jsonl")).start()
     s = SmtpReceiver(os.path.join(logdir, "smtp.jsonl")).start()
-    print("http %d smtp %d" % (h.port, s.port), flush=True)
+    t = HttpReceiver(os.path.join(logdir, "http.jsonl"), tls="server").start()
+    o = HttpReceiver(os.path.join(logdir, "http.jsonl"), tls="other").start()
+    print("http %d smtp %d https %d https-other %d" % (h.port, s.port, t.port, o.port), flush=True)
     sys.stdin.read()  # until the parent closes our stdin or goes away
 
 
