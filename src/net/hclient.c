@@ -102,8 +102,7 @@ struct hclient {
     hclient_config cfg;
     char refused_why[200];
     pthread_t thread;
-    bool started;
-    h2o_evloop_t *loop;
+    h2o_evloop_t *loop; /* this and all below: the client's thread's */
     h2o_multithread_queue_t *queue;
     h2o_multithread_receiver_t submit_rx, dns_rx, stop_rx;
     h2o_multithread_message_t stop_msg;
@@ -113,6 +112,8 @@ struct hclient {
     hc_origin *origins[HC_BUCKETS];
     int lookups; /* DNS answers still to come (the loop's) */
     pthread_mutex_t mu;
+    pthread_cond_t cv;  /* state left HC_STARTING */
+    enum { HC_STARTING, HC_RUNNING, HC_FAILED } state; /* under mu */
     bool stopping;   /* under mu */
     int outstanding; /* under mu: posted, not yet answered */
 };
@@ -600,11 +601,27 @@ static bool done_running(hclient *c)
     return done && c->lookups == 0;
 }
 
-static void *client_main(void *p)
+/* The loop and everything on it are made and unmade on the client's own
+ * thread: h2o's sockets take their buffers from the creating thread's
+ * (thread-local) allocator, so a queue made on the caller's thread would
+ * have its pipe's buffers freed under the loop at exit (ASan caught it). */
+static bool loop_setup(hclient *c)
 {
-    hclient *c = p;
-    base_thread_name("webhooks");
-    while (!done_running(c)) h2o_evloop_run(c->loop, 100);
+    if (!(c->loop = h2o_evloop_create())) return false;
+    h2o_timeout_init(c->loop, &c->req_timeout, (uint64_t)c->cfg.timeout_ms);
+    h2o_timeout_init(c->loop, &c->idle_timeout, (uint64_t)c->cfg.idle_ms);
+    h2o_timeout_init(c->loop, &c->sweep_timeout, HC_SWEEP_MS);
+    c->queue = h2o_multithread_create_queue(c->loop);
+    h2o_multithread_register_receiver(c->queue, &c->submit_rx, on_submit);
+    h2o_multithread_register_receiver(c->queue, &c->dns_rx, h2o_hostinfo_getaddr_receiver);
+    h2o_multithread_register_receiver(c->queue, &c->stop_rx, on_stop);
+    c->sweep.cb = on_sweep;
+    h2o_timeout_link(c->loop, &c->sweep_timeout, &c->sweep);
+    return true;
+}
+
+static void loop_teardown(hclient *c)
+{
     /* Nothing is left but idle connections. */
     for (size_t b = 0; b < HC_BUCKETS; b++)
         while (c->origins[b]) {
@@ -613,9 +630,31 @@ static void *client_main(void *p)
             c->origins[b] = o->next;
             free(o);
         }
-    if (h2o_timeout_is_linked(&c->sweep)) h2o_timeout_unlink(&c->sweep);
+    h2o_timeout_unlink(&c->sweep);
     /* Let the closes (TLS close_notify included) go out. */
     for (int i = 0; i < 3; i++) h2o_evloop_run(c->loop, 0);
+    h2o_multithread_unregister_receiver(c->queue, &c->submit_rx);
+    h2o_multithread_unregister_receiver(c->queue, &c->dns_rx);
+    h2o_multithread_unregister_receiver(c->queue, &c->stop_rx);
+    h2o_multithread_destroy_queue(c->queue);
+    h2o_timeout_dispose(c->loop, &c->req_timeout);
+    h2o_timeout_dispose(c->loop, &c->idle_timeout);
+    h2o_timeout_dispose(c->loop, &c->sweep_timeout);
+    h2o_evloop_destroy(c->loop);
+}
+
+static void *client_main(void *p)
+{
+    hclient *c = p;
+    base_thread_name("webhooks");
+    bool ok = loop_setup(c);
+    pthread_mutex_lock(&c->mu);
+    c->state = ok ? HC_RUNNING : HC_FAILED;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    if (!ok) return NULL;
+    while (!done_running(c)) h2o_evloop_run(c->loop, 100);
+    loop_teardown(c);
     return NULL;
 }
 
@@ -654,19 +693,8 @@ static SSL_CTX *tls_context(void)
 
 static void client_dispose(hclient *c)
 {
-    if (c->queue) {
-        h2o_multithread_unregister_receiver(c->queue, &c->submit_rx);
-        h2o_multithread_unregister_receiver(c->queue, &c->dns_rx);
-        h2o_multithread_unregister_receiver(c->queue, &c->stop_rx);
-        h2o_multithread_destroy_queue(c->queue);
-    }
-    if (c->loop) {
-        h2o_timeout_dispose(c->loop, &c->req_timeout);
-        h2o_timeout_dispose(c->loop, &c->idle_timeout);
-        h2o_timeout_dispose(c->loop, &c->sweep_timeout);
-        h2o_evloop_destroy(c->loop);
-    }
     if (c->ssl) SSL_CTX_free(c->ssl);
+    pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
@@ -683,29 +711,27 @@ hclient *hclient_new(const hclient_config *cfg)
              cfg->refused_why ? cfg->refused_why : "is not an address this client may reach");
     c->cfg.refused_why = c->refused_why;
     pthread_mutex_init(&c->mu, NULL);
-    c->ssl = tls_context();
-    c->loop = h2o_evloop_create();
-    if (!c->ssl || !c->loop) {
-        log_error("webhooks: cannot set up %s", c->ssl ? "the event loop" : "TLS (the system's trust store?)");
+    pthread_cond_init(&c->cv, NULL);
+    if (!(c->ssl = tls_context())) {
+        log_error("webhooks: cannot set up TLS (the system's trust store?)");
         client_dispose(c);
         return NULL;
     }
-    h2o_timeout_init(c->loop, &c->req_timeout, (uint64_t)c->cfg.timeout_ms);
-    h2o_timeout_init(c->loop, &c->idle_timeout, (uint64_t)c->cfg.idle_ms);
-    h2o_timeout_init(c->loop, &c->sweep_timeout, HC_SWEEP_MS);
-    c->queue = h2o_multithread_create_queue(c->loop);
-    h2o_multithread_register_receiver(c->queue, &c->submit_rx, on_submit);
-    h2o_multithread_register_receiver(c->queue, &c->dns_rx, h2o_hostinfo_getaddr_receiver);
-    h2o_multithread_register_receiver(c->queue, &c->stop_rx, on_stop);
-    c->sweep.cb = on_sweep;
-    h2o_timeout_link(c->loop, &c->sweep_timeout, &c->sweep);
     if (pthread_create(&c->thread, NULL, client_main, c) != 0) {
         log_error("webhooks: cannot start the thread");
-        h2o_timeout_unlink(&c->sweep);
         client_dispose(c);
         return NULL;
     }
-    c->started = true;
+    pthread_mutex_lock(&c->mu);
+    while (c->state == HC_STARTING) pthread_cond_wait(&c->cv, &c->mu);
+    bool ok = c->state == HC_RUNNING;
+    pthread_mutex_unlock(&c->mu);
+    if (!ok) {
+        log_error("webhooks: cannot set up the event loop");
+        pthread_join(c->thread, NULL);
+        client_dispose(c);
+        return NULL;
+    }
     return c;
 }
 

@@ -1398,29 +1398,34 @@ static void html_escape(const char *in, char *out, size_t size)
     out[n] = '\0';
 }
 
-static json_t *payload_of(store_stmt *st, const item *it, bool late, int64_t now, const char *method)
-{
-    char ev[17], user[17], orig[32], due[32], fired[32];
-    base_id_format(store_col_int64(st, 1), ev);
-    base_id_format(store_col_int64(st, 0), user);
-    base_format_rfc3339_ms(store_col_int64(st, 3), orig, sizeof orig);
-    base_format_rfc3339_ms(it->due_ms, due, sizeof due);
-    base_format_rfc3339_ms(now, fired, sizeof fired);
-    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "delivery_id", it->id, "event_id", ev, "summary",
-                          store_col_text(st, 2), "original_start", orig, "due", due, "fired", fired, "user_id", user,
-                          "method", method);
-    if (j && late) json_object_set_new(j, "late", json_true());
-    return j;
-}
-
 /* A webhook or email ready to go: read from the outbox inside the batch's
- * transaction, handed to the channel after the commit. */
+ * transaction; its payload is made and it is handed to the channel after
+ * the commit (the write lock is the engine's bottleneck: nothing that can
+ * wait is done under it). */
 typedef struct send_job {
     item it; /* first: a job sorts and searches as its item */
     bool webhook, late;
-    int64_t fired_ms;
+    int64_t fired_ms, user_id, event_id, occurrence_ms;
     char *body, *target, *secret, *summary;
 } send_job;
+
+/* The webhook's JSON body (README: "A webhook's JSON body"). */
+static char *payload_of(const send_job *j)
+{
+    char ev[17], user[17], orig[32], due[32], fired[32];
+    base_id_format(j->event_id, ev);
+    base_id_format(j->user_id, user);
+    base_format_rfc3339_ms(j->occurrence_ms, orig, sizeof orig);
+    base_format_rfc3339_ms(j->it.due_ms, due, sizeof due);
+    base_format_rfc3339_ms(j->fired_ms, fired, sizeof fired);
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "delivery_id", j->it.id, "event_id", ev, "summary",
+                          j->summary, "original_start", orig, "due", due, "fired", fired, "user_id", user, "method",
+                          j->webhook ? "webhook" : "email");
+    if (o && j->late) json_object_set_new(o, "late", json_true());
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return text;
+}
 
 static void send_job_free(send_job *j)
 {
@@ -1439,16 +1444,17 @@ static void send_job_free(send_job *j)
  * and two index changes.) */
 #define ASYNC_CANCEL(BATCH) "UPDATE deliveries SET state = 'cancelled', updated_ms = $2 WHERE " BATCH
 #define ASYNC_HOLD(BATCH) "UPDATE deliveries SET next_attempt_ms = $2 WHERE " BATCH
-/* The answers that were 2xx, as [id, fired, late] each: done, recording
- * when the attempt went out and whether it was late -- what its payload
- * said, and what the admin view shows. $2 is now. */
-#define ASYNC_DONE(LIST, STATE)                                                                            \
-    "UPDATE deliveries SET state = 'done', attempts = attempts + 1, updated_ms = $2, fired_ms = v.fired, "  \
-    "late = v.late FROM (SELECT " AT_TEXT(0) " AS id, " AT(1) " AS fired, " AT(2) " AS late FROM " LIST     \
-    ") v WHERE deliveries.id = v.id AND " STATE " = 'pending'"
-/* What to send, for the batch's pending rows: the columns payload_of
- * reads, then target, secret, id; live = its reminder and endpoint still
- * exist. */
+/* The 2xx answers to sends that went out at $3: done, recording when the
+ * attempt went out and whether it was late ($4 the grace) -- what its
+ * payload said, and what the admin view shows. $2 is now. (Answers are
+ * recorded grouped by their send time, which a batch of sends shares: an
+ * UPDATE ... FROM a list of per-row values cost SQLite a third more.) */
+#define ASYNC_DONE(BATCH)                                                                                  \
+    "UPDATE deliveries SET state = 'done', attempts = attempts + 1, updated_ms = $2, fired_ms = $3, "       \
+    "late = CASE WHEN $3 - due_ms > $4 THEN 1 ELSE 0 END WHERE " BATCH
+/* What to send, for the batch's pending rows: user, event, summary and
+ * occurrence for the payload, then target, secret, id; live = its reminder
+ * and endpoint still exist. */
 #define ASYNC_READ(BATCH_D)                                                                                \
     "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, w.url, w.secret, d.id, "                   \
     "CASE WHEN w.id IS NOT NULL AND " ASYNC_LIVE " THEN 1 ELSE 0 END FROM deliveries d "                   \
@@ -1479,7 +1485,7 @@ static int items_exec(store *db, const char *sql, const item *its, size_t n, int
     return rc;
 }
 
-/* A send read by ASYNC_READ: its payload and where it goes. */
+/* A send read by ASYNC_READ: what its payload says and where it goes. */
 static bool send_job_fill(notify_engine *e, store_stmt *st, const item *it, int64_t now, send_job *j)
 {
     memset(j, 0, sizeof *j);
@@ -1487,13 +1493,13 @@ static bool send_job_fill(notify_engine *e, store_stmt *st, const item *it, int6
     j->late = is_late(e, it, now);
     j->fired_ms = now;
     j->webhook = it->channel == NOTIFY_CHAN_WEBHOOK;
-    json_t *pl = payload_of(st, it, j->late, now, j->webhook ? "webhook" : "email");
-    j->body = pl ? json_dumps(pl, JSON_COMPACT) : NULL;
-    json_decref(pl);
+    j->user_id = store_col_int64(st, 0);
+    j->event_id = store_col_int64(st, 1);
+    j->occurrence_ms = store_col_int64(st, 3);
     j->target = strdup(store_col_text(st, 4));
     j->secret = strdup(store_col_text(st, 5));
     j->summary = strdup(store_col_text(st, 2));
-    if (j->body && j->target && j->secret && j->summary) return true;
+    if (j->target && j->secret && j->summary) return true;
     send_job_free(j);
     return false; /* stays pending: retried after the hold */
 }
@@ -1614,8 +1620,9 @@ static bool send_dispatch(notify_engine *e, send_job *j)
     pthread_mutex_unlock(&e->mu);
     int sent;
     if (j->webhook) {
-        sent = channels_webhook(e->o.channels, j->target, j->secret, j->it.id, j->body, strlen(j->body), send_done,
-                                sc);
+        sent = (j->body = payload_of(j)) ? channels_webhook(e->o.channels, j->target, j->secret, j->it.id, j->body,
+                                                            strlen(j->body), send_done, sc)
+                                         : -1;
     } else {
         char subject[300], text[1400], html[1600], safe[1200];
         snprintf(subject, sizeof subject, "Reminder: %.200s%s", j->summary, j->late ? " (late)" : "");
@@ -1695,39 +1702,53 @@ static void deliver_async_batch(notify_engine *e, store *db, item *its, size_t n
     free(jobs);
 }
 
-/* The 2xx answers as ASYNC_DONE's list. Caller frees. */
-static char *done_json(const result *res)
+static int result_cmp_fired(const void *a, const void *b)
 {
-    size_t n = 0;
-    for (const result *r = res; r; r = r->next) n += r->ok;
-    char *out = malloc(n * (NOTIFY_ID_LEN + 32) + 3), *p = out;
-    if (!out) return NULL;
-    *p++ = '[';
-    for (const result *r = res; r; r = r->next)
-        if (r->ok)
-            p += sprintf(p, "%s[\"%s\",%lld,%d]", p == out + 1 ? "" : ",", r->id, (long long)r->fired_ms, r->late);
-    *p++ = ']';
-    *p = '\0';
-    return out;
+    int64_t x = (*(const result *const *)a)->fired_ms, y = (*(const result *const *)b)->fired_ms;
+    return x < y ? -1 : x > y;
 }
 
-/* The channels' answers, recorded in one transaction: the successes in
- * one set statement, each failure with its own backoff. */
+/* The successes sent at one time, as one ASYNC_DONE. */
+static int done_group(notify_engine *e, store *db, result **ok, size_t n, int64_t now)
+{
+    item *its = malloc(n * sizeof *its);
+    if (!its) return STORE_ERROR;
+    for (size_t i = 0; i < n; i++) snprintf(its[i].id, sizeof its->id, "%s", ok[i]->id);
+    char *ids = ids_json(its, n);
+    free(its);
+    if (!ids) return STORE_ERROR;
+    bool pg = store_backend_of(db) == STORE_PG;
+    store_stmt *st = store_prepare(db, pg ? ASYNC_DONE(BATCH_PG) : ASYNC_DONE(BATCH_SQLITE));
+    store_bind_str(st, 1, ids);
+    store_bind_int64(st, 2, now);
+    store_bind_int64(st, 3, ok[0]->fired_ms);
+    store_bind_int64(st, 4, e->o.grace_ms);
+    int rc = store_step(st);
+    store_reset(st);
+    free(ids);
+    return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
+}
+
+/* The channels' answers, recorded in one transaction: the successes in a
+ * set statement per send time, each failure with its own backoff. */
 static int apply_results_in(notify_engine *e, store *db, result *res)
 {
-    bool any_ok = false;
+    size_t n = 0, nok = 0;
+    for (result *r = res; r; r = r->next) n++;
+    result **ok = malloc(n * sizeof *ok);
+    if (!ok) return STORE_ERROR;
     int rc = STORE_OK;
     for (result *r = res; r && rc == STORE_OK; r = r->next) {
-        if (r->ok) any_ok = true;
+        if (r->ok) ok[nok++] = r;
         else rc = record_failure_ex(e, db, r->id, r->error, false, r);
     }
-    if (rc != STORE_OK || !any_ok) return rc;
-    char *list = done_json(res);
-    if (!list) return STORE_ERROR;
-    bool pg = store_backend_of(db) == STORE_PG;
-    rc = batch_exec(db, pg ? ASYNC_DONE(LIST_PG, "deliveries.state") : ASYNC_DONE(LIST_SQLITE, "+deliveries.state"),
-                    list, base_now_ms(), NULL);
-    free(list);
+    qsort(ok, nok, sizeof *ok, result_cmp_fired);
+    int64_t now = base_now_ms();
+    for (size_t i = 0, j; i < nok && rc == STORE_OK; i = j) {
+        for (j = i + 1; j < nok && ok[j]->fired_ms == ok[i]->fired_ms; j++) continue;
+        rc = done_group(e, db, ok + i, j - i, now);
+    }
+    free(ok);
     return rc;
 }
 
