@@ -27,6 +27,13 @@ static int64_t q(store *s, const char *sql)
     return v;
 }
 
+/* Waits (at most 8 s: a sanitized build on a busy machine is slow to get
+ * its lease and run) until the count is at least one. */
+static void wait_for_row(store *s, const char *sql)
+{
+    for (int i = 0; i < 160 && q(s, sql) < 1; i++) nap_ms(50);
+}
+
 typedef struct counter {
     pthread_mutex_t mu;
     int calls;
@@ -181,7 +188,7 @@ static void test_error_and_timeout(void **state)
     env e;
     env_init(&e, "* * * * * *", JOBS_MISFIRE_SKIP, 0, 1);
     jobs_scheduler *s = start(&e, db, "n1");
-    nap_ms(1600);
+    wait_for_row(db->s, "SELECT count(*) FROM job_runs WHERE outcome = 'error' AND error = 'boom 42'");
     jobs_scheduler_free(s);
     assert_true(q(db->s, "SELECT count(*) FROM job_runs WHERE outcome = 'error' AND error = 'boom 42'") >= 1);
     assert_int_equal(q(db->s, "SELECT count(*) FROM job_runs WHERE outcome <> 'error'"), 0);
@@ -190,7 +197,7 @@ static void test_error_and_timeout(void **state)
     assert_int_equal(store_exec(db->s, "DELETE FROM job_runs"), STORE_OK);
     env_init(&e, "* * * * * *", JOBS_MISFIRE_SKIP, 300, 2);
     s = start(&e, db, "n2");
-    nap_ms(1600);
+    wait_for_row(db->s, "SELECT count(*) FROM job_runs WHERE outcome = 'timeout'");
     jobs_scheduler_free(s);
     assert_true(q(db->s, "SELECT count(*) FROM job_runs WHERE outcome = 'timeout'"
                          " AND finished_ms - started_ms BETWEEN 300 AND 900") >= 1);
