@@ -1409,7 +1409,34 @@ typedef struct send_job {
     char *body, *target, *secret, *summary;
 } send_job;
 
-/* The webhook's JSON body (README: "A webhook's JSON body"). */
+/* s as the inside of a JSON string, when it is plain ASCII (false
+ * otherwise: jansson then checks and writes the UTF-8). out needs 6 bytes
+ * a character and one more. */
+static bool json_ascii(const char *s, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch >= 0x80) return false;
+        if (ch == '"' || ch == '\\') {
+            *out++ = '\\';
+            *out++ = (char)ch;
+        } else if (ch < 0x20 || ch == 0x7f) {
+            memcpy(out, "\\u00", 4);
+            out[4] = hex[ch >> 4];
+            out[5] = hex[ch & 15];
+            out += 6;
+        } else {
+            *out++ = (char)ch;
+        }
+    }
+    *out = '\0';
+    return true;
+}
+
+/* The webhook's JSON body (README: "A webhook's JSON body"). Written
+ * straight out: through jansson it was a tenth of the engine's CPU on
+ * bench/reminders. */
 static char *payload_of(const send_job *j)
 {
     char ev[17], user[17], orig[32], due[32], fired[32];
@@ -1418,11 +1445,24 @@ static char *payload_of(const send_job *j)
     base_format_rfc3339_ms(j->occurrence_ms, orig, sizeof orig);
     base_format_rfc3339_ms(j->it.due_ms, due, sizeof due);
     base_format_rfc3339_ms(j->fired_ms, fired, sizeof fired);
+    const char *method = j->webhook ? "webhook" : "email";
+    size_t cap = 6 * strlen(j->summary) + 400;
+    char *text = malloc(cap), *summary = malloc(cap);
+    if (text && summary && json_ascii(j->summary, summary)) {
+        snprintf(text, cap,
+                 "{\"delivery_id\":\"%s\",\"event_id\":\"%s\",\"summary\":\"%s\",\"original_start\":\"%s\","
+                 "\"due\":\"%s\",\"fired\":\"%s\",\"user_id\":\"%s\",\"method\":\"%s\"%s}",
+                 j->it.id, ev, summary, orig, due, fired, user, method, j->late ? ",\"late\":true" : "");
+        free(summary);
+        return text;
+    }
+    free(text);
+    free(summary);
     json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "delivery_id", j->it.id, "event_id", ev, "summary",
                           j->summary, "original_start", orig, "due", due, "fired", fired, "user_id", user, "method",
-                          j->webhook ? "webhook" : "email");
+                          method);
     if (o && j->late) json_object_set_new(o, "late", json_true());
-    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    text = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return text;
 }

@@ -110,6 +110,19 @@ class TestChannels(ServerTest):
         self.assertEqual(done[0]["fired"], body["fired"])
         self.assertEqual(done[0]["late"], bool(body.get("late", False)))
 
+    def test_webhook_body_carries_any_summary(self):
+        # Quotes, a backslash, controls, and non-ASCII text: the body is
+        # JSON that gives the summary back as it was written.
+        key = "/ok/esc/" + self.user["id"]
+        self.hook(key)
+        start = soon()
+        summaries = ['Say "hi" \\ to\tthe\nteam\x01', "Réunion — ☕ 会议"]
+        for text in summaries:
+            self.event(start, "webhook", summary=text)
+        got = wait_for(lambda: len([r for r in HOOKS.requests if r["path"] == key]) == 2 and
+                       [r for r in HOOKS.requests if r["path"] == key])
+        self.assertEqual(sorted(json.loads(r["body"])["summary"] for r in got), sorted(summaries))
+
     def test_failing_receiver_gets_one_logical_delivery(self):
         key = "/fail/3/" + self.user["id"]
         self.hook(key)

@@ -1,7 +1,9 @@
 /* test-rfc3339.c -- parsing and formatting Internet date-times. */
 #include "testutil.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/base.h"
 #include "time/rfc3339.h"
@@ -55,11 +57,34 @@ static void test_format(void **state)
     }
 }
 
+/* The millisecond formatter (it does its own calendar arithmetic) agrees
+ * with gmtime over centuries, both sides of 1970 and of leap days. */
+static void test_format_ms_matches_gmtime(void **state)
+{
+    (void)state;
+    char got[40], want[40];
+    for (int64_t ms = -62135596800000LL; ms < 253402300799000LL; ms += 86399999 * 37LL + 1234) {
+        int64_t secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
+        time_t t = (time_t)secs;
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        snprintf(want, sizeof want, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms - secs * 1000));
+        base_format_rfc3339_ms(ms, got, sizeof got);
+        if (strcmp(got, want) != 0) fail_msg("%lld: %s, gmtime says %s", (long long)ms, got, want);
+    }
+    base_format_rfc3339_ms(-1, got, sizeof got);
+    assert_string_equal(got, "1969-12-31T23:59:59.999Z");
+    base_format_rfc3339_ms(951782400000LL, got, sizeof got); /* 2000-02-29 */
+    assert_string_equal(got, "2000-02-29T00:00:00.000Z");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_format),
+        cmocka_unit_test(test_format_ms_matches_gmtime),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
