@@ -1544,104 +1544,154 @@ static bool send_job_fill(notify_engine *e, store_stmt *st, const item *it, int6
     return false; /* stays pending: retried after the hold */
 }
 
-/* The batch being read: candidates sorted by id, and what became of each:
- * not pending any more (UNSEEN, nothing to do), its reminder or endpoint
- * gone (GONE: cancelled), or made into a job (TAKEN). */
-enum { SEND_UNSEEN, SEND_GONE, SEND_TAKEN };
-typedef struct send_read {
+/* A batch of sends as it is worked out: what each item comes to, first
+ * without the database (late under the skip policy: missed; no channel
+ * for it: a failed attempt), then from a read of the rest (still pending
+ * and live: a job; its reminder or endpoint gone: cancelled; else nothing
+ * to do), then the writes that follow, if any. */
+typedef struct send_plan {
     notify_engine *e;
     int64_t now;
-    item *cands;
-    char *fate; /* SEND_* per candidate */
-    size_t n;
+    item *missed, *unavailable, *no_email, *cands, *cancel, *hold;
+    size_t nmissed, nunavailable, nno_email, ncands, ncancel, nhold;
+    char *fate; /* SEND_* per candidate (sorted by id) */
     send_job *jobs;
     size_t k;
-} send_read;
+} send_plan;
 
-static void send_read_row(send_read *s, store_stmt *st)
+enum { SEND_UNSEEN, SEND_GONE, SEND_TAKEN };
+
+static void plan_free(send_plan *p)
+{
+    free(p->missed);
+    free(p->unavailable);
+    free(p->no_email);
+    free(p->cands);
+    free(p->cancel);
+    free(p->hold);
+    free(p->fate);
+}
+
+/* Sorts the items by what needs no database. */
+static bool plan_sort(send_plan *p, const item *its, size_t n)
+{
+    notify_engine *e = p->e;
+    p->missed = malloc(n * sizeof *p->missed);
+    p->unavailable = malloc(n * sizeof *p->unavailable);
+    p->no_email = malloc(n * sizeof *p->no_email);
+    p->cands = malloc(n * sizeof *p->cands);
+    p->cancel = malloc(n * sizeof *p->cancel);
+    p->hold = malloc(n * sizeof *p->hold);
+    p->fate = calloc(n, 1);
+    if (!p->missed || !p->unavailable || !p->no_email || !p->cands || !p->cancel || !p->hold || !p->fate)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        bool webhook = its[i].channel == NOTIFY_CHAN_WEBHOOK;
+        if (is_late(e, &its[i], p->now) && e->o.late_policy == NOTIFY_LATE_SKIP) p->missed[p->nmissed++] = its[i];
+        else if (!e->o.channels || (webhook && !e->has_webhooks)) p->unavailable[p->nunavailable++] = its[i];
+        else if (!webhook && !channels_email_enabled(e->o.channels)) p->no_email[p->nno_email++] = its[i];
+        else p->cands[p->ncands++] = its[i];
+    }
+    qsort(p->cands, p->ncands, sizeof *p->cands, item_cmp_id);
+    return true;
+}
+
+static void plan_read_row(send_plan *p, store_stmt *st)
 {
     item key;
     snprintf(key.id, sizeof key.id, "%s", store_col_text(st, 6));
-    item *it = bsearch(&key, s->cands, s->n, sizeof key, item_cmp_id);
-    if (!it || s->fate[it - s->cands] != SEND_UNSEEN) return;
-    char *fate = &s->fate[it - s->cands];
+    item *it = bsearch(&key, p->cands, p->ncands, sizeof key, item_cmp_id);
+    if (!it || p->fate[it - p->cands] != SEND_UNSEEN) return;
+    char *fate = &p->fate[it - p->cands];
     if (!store_col_int64(st, 7)) *fate = SEND_GONE;
-    else if (send_job_fill(s->e, st, it, s->now, &s->jobs[s->k])) {
+    else if (send_job_fill(p->e, st, it, p->now, &p->jobs[p->k])) {
         *fate = SEND_TAKEN;
-        s->k++;
+        p->k++;
     }
     /* else left UNSEEN: stays pending, retried after its hold */
 }
 
-/* Reads the candidates' sends, pushes back the holds of those that go out
- * near or past theirs, and cancels the ones whose reminder or endpoint is
- * gone. */
-static int send_read_all(notify_engine *e, store *db, send_read *s)
+/* Reads the candidates' sends -- on SQLite through a connection of the
+ * worker's own, outside the write lock (readers do not wait for the
+ * writer in WAL mode; the lock is the engine's bottleneck). Then lists
+ * the rows to cancel and the sends going out near or past their hold. */
+static int plan_read(send_plan *p, store *ro)
 {
-    bool pg = store_backend_of(db) == STORE_PG;
-    char *ids = ids_json(s->cands, s->n);
+    if (p->ncands == 0) return STORE_OK;
+    bool pg = store_backend_of(ro) == STORE_PG;
+    char *ids = ids_json(p->cands, p->ncands);
     if (!ids) return STORE_ERROR;
-    store_stmt *st = store_prepare(db, pg ? ASYNC_READ(BATCH_PG_OF("d.")) : ASYNC_READ(BATCH_SQLITE_OF("d.")));
+    store_stmt *st = store_prepare(ro, pg ? ASYNC_READ(BATCH_PG_OF("d.")) : ASYNC_READ(BATCH_SQLITE_OF("d.")));
     store_bind_str(st, 1, ids);
     int rc;
-    while ((rc = store_step(st)) == STORE_ROW) send_read_row(s, st);
+    while ((rc = store_step(st)) == STORE_ROW) plan_read_row(p, st);
     store_reset(st);
     free(ids);
     if (rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
-    size_t nhold = 0, ncancel = 0;
-    item *hold = malloc(s->n * sizeof *hold), *cancel = malloc(s->n * sizeof *cancel);
-    rc = hold && cancel ? STORE_OK : STORE_ERROR;
-    int64_t held_to = s->now + NOTIFY_SEND_HOLD_MS;
-    for (size_t i = 0; i < s->k && rc == STORE_OK; i++)
-        if (s->jobs[i].it.hold_ms < s->now + NOTIFY_EXTEND_MARGIN_MS) {
-            s->jobs[i].it.hold_ms = held_to;
-            hold[nhold++] = s->jobs[i].it;
+    for (size_t i = 0; i < p->ncands; i++)
+        if (p->fate[i] == SEND_GONE) p->cancel[p->ncancel++] = p->cands[i];
+    int64_t held_to = p->now + NOTIFY_SEND_HOLD_MS;
+    for (size_t i = 0; i < p->k; i++)
+        if (p->jobs[i].it.hold_ms < p->now + NOTIFY_EXTEND_MARGIN_MS) {
+            p->jobs[i].it.hold_ms = held_to;
+            p->hold[p->nhold++] = p->jobs[i].it;
         }
-    for (size_t i = 0; i < s->n && rc == STORE_OK; i++)
-        if (s->fate[i] == SEND_GONE) cancel[ncancel++] = s->cands[i];
+    return STORE_OK;
+}
+
+/* Inside the transaction: the writes the plan calls for. */
+static int plan_write(send_plan *p, store *db)
+{
+    notify_engine *e = p->e;
+    bool pg = store_backend_of(db) == STORE_PG;
+    int rc = items_exec(db, pg ? LATE_MISSED(BATCH_PG) : LATE_MISSED(BATCH_SQLITE), p->missed, p->nmissed, p->now,
+                        &e->o.grace_ms);
+    /* A misconfiguration, so one by one. */
+    for (size_t i = 0; i < p->nunavailable && rc == STORE_OK; i++)
+        rc = record_failure(e, db, p->unavailable[i].id, "channel not available");
+    for (size_t i = 0; i < p->nno_email && rc == STORE_OK; i++)
+        rc = record_failure_ex(e, db, p->no_email[i].id, "email is not configured on this server (--smtp-url)", true,
+                               NULL);
     if (rc == STORE_OK)
-        rc = items_exec(db, pg ? ASYNC_HOLD(BATCH_PG) : ASYNC_HOLD(BATCH_SQLITE), hold, nhold, held_to, NULL);
+        rc = items_exec(db, pg ? ASYNC_HOLD(BATCH_PG) : ASYNC_HOLD(BATCH_SQLITE), p->hold, p->nhold,
+                        p->now + NOTIFY_SEND_HOLD_MS, NULL);
     if (rc == STORE_OK)
-        rc = items_exec(db, pg ? ASYNC_CANCEL(BATCH_PG) : ASYNC_CANCEL(BATCH_SQLITE), cancel, ncancel, s->now, NULL);
-    free(hold);
-    free(cancel);
+        rc = items_exec(db, pg ? ASYNC_CANCEL(BATCH_PG) : ASYNC_CANCEL(BATCH_SQLITE), p->cancel, p->ncancel, p->now,
+                        NULL);
     return rc;
 }
 
-/* Inside the transaction: the late ones are missed under the skip policy,
- * the ones no channel can take are failed attempts (a misconfiguration,
- * so one by one), and the rest are read and made into jobs (*k of them). */
-static int send_prepare(notify_engine *e, store *db, const item *its, size_t n, send_job *jobs, size_t *k)
+static bool plan_writes(const send_plan *p)
 {
-    bool pg = store_backend_of(db) == STORE_PG;
-    send_read s = {.e = e, .now = base_now_ms(), .jobs = jobs};
-    item *missed = malloc(n * sizeof *missed);
-    s.cands = malloc(n * sizeof *s.cands);
-    s.fate = calloc(n, 1);
-    size_t nmissed = 0;
-    int rc = missed && s.cands && s.fate ? STORE_OK : STORE_ERROR;
-    for (size_t i = 0; i < n && rc == STORE_OK; i++) {
-        bool webhook = its[i].channel == NOTIFY_CHAN_WEBHOOK;
-        if (is_late(e, &its[i], s.now) && e->o.late_policy == NOTIFY_LATE_SKIP) missed[nmissed++] = its[i];
-        else if (!e->o.channels || (webhook && !e->has_webhooks))
-            rc = record_failure(e, db, its[i].id, "channel not available");
-        else if (!webhook && !channels_email_enabled(e->o.channels))
-            rc = record_failure_ex(e, db, its[i].id, "email is not configured on this server (--smtp-url)", true,
-                                   NULL);
-        else s.cands[s.n++] = its[i];
+    return p->nmissed || p->nunavailable || p->nno_email || p->nhold || p->ncancel;
+}
+
+/* Works the batch out into jobs (*k of them), writing what it must in
+ * one transaction -- for an on-time batch, nothing. On failure no job is
+ * left: the rows stay pending and are retried after their hold. */
+static void send_prepare(notify_engine *e, store *db, store *ro, const item *its, size_t n, send_job *jobs,
+                         size_t *k)
+{
+    send_plan p = {.e = e, .now = base_now_ms(), .jobs = jobs};
+    int rc = plan_sort(&p, its, n) ? plan_read(&p, ro) : STORE_ERROR;
+    if (rc != STORE_OK) log_warn("reminders: reading a send batch failed: %s", store_errmsg(ro));
+    if (rc == STORE_OK && plan_writes(&p)) {
+        write_lock(e);
+        rc = store_begin(db);
+        if (rc == STORE_OK) rc = plan_write(&p, db);
+        if (rc == STORE_OK) rc = store_commit(db);
+        if (rc != STORE_OK) {
+            log_warn("reminders: send batch failed: %s", store_errmsg(db));
+            store_rollback(db);
+        }
+        write_unlock(e);
     }
-    if (rc == STORE_OK)
-        rc = items_exec(db, pg ? LATE_MISSED(BATCH_PG) : LATE_MISSED(BATCH_SQLITE), missed, nmissed, s.now,
-                       &e->o.grace_ms);
-    if (rc == STORE_OK && s.n) {
-        qsort(s.cands, s.n, sizeof *s.cands, item_cmp_id);
-        rc = send_read_all(e, db, &s);
+    if (rc != STORE_OK) {
+        for (size_t i = 0; i < p.k; i++) send_job_free(&jobs[i]);
+        p.k = 0;
     }
-    *k = s.k;
-    free(missed);
-    free(s.cands);
-    free(s.fate);
-    return rc;
+    *k = p.k;
+    plan_free(&p);
 }
 
 /* After the commit: hands the send to its channel. False when the channel
@@ -1698,25 +1748,13 @@ static size_t flights_begin(notify_engine *e, item *its, size_t n)
  * stays this node's send until its answer is recorded (apply_results);
  * any other stops being one here (left pending, it is retried after its
  * hold). */
-static void deliver_async_batch(notify_engine *e, store *db, item *its, size_t n)
+static void deliver_async_batch(notify_engine *e, store *db, store *ro, item *its, size_t n)
 {
     n = flights_begin(e, its, n);
     if (n == 0) return;
     send_job *jobs = calloc(n, sizeof *jobs);
     size_t k = 0, refused = 0;
-    if (jobs) {
-        write_lock(e);
-        if (store_begin(db) == STORE_OK) {
-            int rc = send_prepare(e, db, its, n, jobs, &k);
-            if (rc != STORE_OK || store_commit(db) != STORE_OK) {
-                log_warn("reminders: send batch failed: %s", store_errmsg(db));
-                store_rollback(db);
-                for (size_t i = 0; i < k; i++) send_job_free(&jobs[i]);
-                k = 0;
-            }
-        }
-        write_unlock(e);
-    }
+    if (jobs) send_prepare(e, db, ro, its, n, jobs, &k);
     for (size_t i = 0; i < k; i++)
         if (!send_dispatch(e, &jobs[i])) {
             item it = jobs[i].it; /* keep the item only, at the front */
@@ -1891,7 +1929,7 @@ static size_t take_due(notify_engine *e, item *batch, int64_t now, int *async, b
 
 /* Outside e->mu: in-app items at the front, the channels' behind; each
  * kind goes as one batch. */
-static void deliver_batch(notify_engine *e, store *db, item *batch, size_t n)
+static void deliver_batch(notify_engine *e, store *db, store *ro, item *batch, size_t n)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
@@ -1901,7 +1939,21 @@ static void deliver_batch(notify_engine *e, store *db, item *batch, size_t n)
             batch[i] = t;
         }
     deliver_inapp_batch(e, db, batch, k);
-    deliver_async_batch(e, db, batch + k, n - k);
+    deliver_async_batch(e, db, ro, batch + k, n - k);
+}
+
+/* SQLite: the worker's own connection for the reads of its sends, which
+ * need not wait for the write lock (the engine's shared connection is
+ * the writers'). PostgreSQL: the worker's connection does both. */
+static store *reader_open(notify_engine *e, store *db)
+{
+    if (!e->serialize_writes) return db;
+    store *ro = engine_db_open(e, "delivery reader");
+    if (ro && store_exec(ro, "PRAGMA query_only = 1") != STORE_OK) {
+        store_close(ro);
+        ro = NULL;
+    }
+    return ro;
 }
 
 static void *worker_main(void *p)
@@ -1910,8 +1962,11 @@ static void *worker_main(void *p)
     base_thread_name("rem-worker");
     store *db = thread_db(e, "delivery worker");
     if (!db) return NULL;
+    store *ro = reader_open(e, db);
     item *batch = malloc(NOTIFY_DELIVER_BATCH * sizeof *batch);
-    if (!batch) {
+    if (!batch || !ro) {
+        free(batch);
+        if (ro && ro != db) store_close(ro);
         thread_db_close(e, db);
         return NULL;
     }
@@ -1940,7 +1995,7 @@ static void *worker_main(void *p)
         }
         pthread_mutex_unlock(&e->mu);
         apply_results(e, db, res);
-        deliver_batch(e, db, batch, n);
+        deliver_batch(e, db, ro, batch, n);
         pthread_mutex_lock(&e->mu);
         e->sending -= async;
         if (async) pthread_cond_broadcast(&e->cv); /* room for another worker's sends */
@@ -1951,6 +2006,7 @@ static void *worker_main(void *p)
     pthread_mutex_unlock(&e->mu);
     apply_results(e, db, res);
     free(batch);
+    if (ro != db) store_close(ro);
     thread_db_close(e, db);
     return NULL;
 }
