@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -50,6 +51,17 @@ def report(name, lat, n, first_due, last_fired):
     print(line, flush=True)
     return {"delivered": len(lat), "n": n, "rate": len(lat) / span, "p50": percentile(lat, 0.5),
             "p99": percentile(lat, 0.99), "max": lat[-1] if lat else -1}
+
+
+def timeline(rows, t0):
+    """Lateness by due time, in 5 s steps: where a run fell behind."""
+    steps = {}
+    for late, due, _ in rows:
+        steps.setdefault((int(due) - t0) // 5000, []).append(int(late))
+    for k in sorted(steps):
+        v = sorted(steps[k])
+        print("  due +%3d s: %7d delivered  lateness ms median %6d  p99 %6d  max %6d" % (
+            k * 5, len(v), percentile(v, 0.5), percentile(v, 0.99), v[-1]), flush=True)
 
 
 def seed_sql(n, shards, t0, seconds, pg, method="push", hook=None):
@@ -241,6 +253,15 @@ def bench_chime(a, tmp):
             res["beyond_downtime_max"] = worst
         print("  %s: %d" % ("webhook repeats (same delivery id)" if receiver else "inbox duplicates", dups),
               flush=True)
+        if a.timeline:
+            timeline(rows, t0)
+        for log in logs:
+            log.flush()
+        taken = 0
+        for i in range(len(procs)):
+            with open(os.path.join(tmp, "node%d.log" % i)) as f:
+                taken += sum(int(m.group(1)) for m in re.finditer(r"took over (\d+) outbox rows", f.read()))
+        print("  outbox rows taken over by polls (hold lapsed or retried): %d" % taken, flush=True)
         return res
     finally:
         for p in procs + ([receiver] if receiver else []):
@@ -304,6 +325,7 @@ def main():
     p.add_argument("--hook-port", type=int, default=18700)
     p.add_argument("--receiver", choices=["c", "node"], default="c",
                    help="the webhook receiver: receiver.c (h2o; light on the shared cores) or receiver.js")
+    p.add_argument("--timeline", action="store_true", help="print lateness by due time, in 5 s steps")
     p.add_argument("--bin", help="the chime binary to run (default build/chime), for A/B runs")
     p.add_argument("--chime-arg", action="append", default=[], help="an extra argument for chime serve (repeatable)")
     a = p.parse_args()
@@ -313,10 +335,13 @@ def main():
     a.reminders -= a.reminders % ORGS
     tmp = tempfile.mkdtemp(prefix="chime-bench-rem-")
     results = {}
-    if a.only in (None, "chime"):
-        results["chime"] = bench_chime(a, tmp)
-    if a.only in (None, "bullmq"):
-        results["bullmq"] = bench_bullmq(a, tmp)
+    try:
+        if a.only in (None, "chime"):
+            results["chime"] = bench_chime(a, tmp)
+        if a.only in (None, "bullmq"):
+            results["bullmq"] = bench_bullmq(a, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # a 1M-row database each run
     if "chime" in results and "bullmq" in results:
         c, b = results["chime"], results["bullmq"]
         print("ratios (bullmq / chime): fired/s %.2f, p99 lateness %.1f, max lateness %.1f" % (

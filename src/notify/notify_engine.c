@@ -21,6 +21,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -131,6 +132,12 @@ struct notify_engine {
      * throughput.) */
     bool serialize_writes;
     pthread_mutex_t write_mu;
+    /* The checkpointer's turn (write_lock_first): while it waits for
+     * write_mu, other writers wait at this gate, so it gets the lock
+     * after the transaction in progress rather than after a queue. */
+    atomic_bool gate_shut;
+    pthread_mutex_t gate_mu;
+    pthread_cond_t gate_cv;
     /* SQLite: the one connection all the engine's threads use, under
      * write_mu. Separate connections would each find their page cache
      * stale after every commit of another and re-read the pages. */
@@ -157,12 +164,34 @@ struct notify_engine {
 
 static void write_lock(notify_engine *e)
 {
-    if (e->serialize_writes) pthread_mutex_lock(&e->write_mu);
+    if (!e->serialize_writes) return;
+    if (atomic_load(&e->gate_shut)) {
+        pthread_mutex_lock(&e->gate_mu);
+        while (atomic_load(&e->gate_shut)) pthread_cond_wait(&e->gate_cv, &e->gate_mu);
+        pthread_mutex_unlock(&e->gate_mu);
+    }
+    pthread_mutex_lock(&e->write_mu);
 }
 
 static void write_unlock(notify_engine *e)
 {
     if (e->serialize_writes) pthread_mutex_unlock(&e->write_mu);
+}
+
+/* write_lock ahead of the writers queued for it (SQLite only). */
+static void write_lock_first(notify_engine *e)
+{
+    atomic_store(&e->gate_shut, true);
+    pthread_mutex_lock(&e->write_mu);
+}
+
+static void write_unlock_first(notify_engine *e)
+{
+    pthread_mutex_lock(&e->gate_mu);
+    atomic_store(&e->gate_shut, false);
+    pthread_cond_broadcast(&e->gate_cv);
+    pthread_mutex_unlock(&e->gate_mu);
+    pthread_mutex_unlock(&e->write_mu);
 }
 
 /* ---- the timer heap (mu held) ------------------------------------------- */
@@ -1110,10 +1139,16 @@ static store *engine_db_open(notify_engine *e, const char *who)
  * checkpoint; this thread does, on a connection of its own, while writers
  * go on. A checkpoint that races writers leaves the newest frames
  * uncopied, and the WAL restarts from its beginning only after a complete
- * one; so after the long pass, a second, short one runs under write_mu
- * (nothing new can arrive) to finish the job. */
-#define NOTIFY_CKPT_FRAMES 8192 /* checkpoint once the WAL holds this many pages (32 MiB) */
+ * one; so after the long passes, a short one runs under write_mu (nothing
+ * new can arrive) to finish the job. That one stalls every writer for its
+ * copy and two fsyncs, so it is rare (a large WAL: at 1M reminders a
+ * minute a 32 MiB one made it every half second, 40-100 ms each, which
+ * was the p99) and small (see checkpoint_converge), and it goes ahead of
+ * the writers queued for the lock (write_lock_first). */
+#define NOTIFY_CKPT_FRAMES 65536 /* checkpoint once the WAL holds this many pages (256 MiB) */
 #define NOTIFY_CKPT_TICK_MS 100
+#define NOTIFY_CKPT_CLOSE 256  /* frames a locked pass may be left to copy (1 MiB) */
+#define NOTIFY_CKPT_ROUNDS 16  /* unlocked passes tried to get there */
 
 /* PRAGMA wal_checkpoint(PASSIVE): *log frames in the WAL, *done of them copied. */
 static int checkpoint_passive(store *db, int64_t *log, int64_t *done)
@@ -1126,6 +1161,21 @@ static int checkpoint_passive(store *db, int64_t *log, int64_t *done)
     }
     store_reset(st);
     return rc == STORE_ROW ? STORE_OK : rc;
+}
+
+/* Passes without the lock until one leaves few frames behind: the locked
+ * pass then copies and syncs only those. (A locked pass that came right
+ * after a long one held the writers 40-100 ms: the frames written during
+ * the long pass, some megabytes, flushed and copied and flushed again.)
+ * False on an error. */
+static bool checkpoint_converge(store *db, int64_t *log, int64_t *done)
+{
+    for (int i = 0; i < NOTIFY_CKPT_ROUNDS; i++) {
+        int64_t before = *log;
+        if (checkpoint_passive(db, log, done) != STORE_OK) return false;
+        if (*log - before < NOTIFY_CKPT_CLOSE) break;
+    }
+    return true;
 }
 
 static void *checkpointer_main(void *p)
@@ -1145,12 +1195,13 @@ static void *checkpointer_main(void *p)
      * ten times a second. */
     while (sleep_until(e, base_now_ms() + (log >= NOTIFY_CKPT_FRAMES / 8 ? NOTIFY_CKPT_TICK_MS : 1000))) {
         if (checkpoint_passive(db, &log, &done) != STORE_OK || log < NOTIFY_CKPT_FRAMES) continue;
-        write_lock(e);
+        if (!checkpoint_converge(db, &log, &done)) continue;
+        write_lock_first(e);
         /* (A reader's older snapshot may still hold some frames back: the
          * next round copies them.) */
         if (checkpoint_passive(db, &log, &done) != STORE_OK)
             log_warn("reminders: checkpoint failed: %s", store_errmsg(db));
-        write_unlock(e);
+        write_unlock_first(e);
     }
     store_close(db);
     return NULL;
@@ -2046,6 +2097,8 @@ notify_engine *notify_engine_new(const notify_opts *o)
     }
     e->serialize_writes = strncmp(o->db_url, "sqlite:", 7) == 0;
     pthread_mutex_init(&e->write_mu, NULL);
+    pthread_mutex_init(&e->gate_mu, NULL);
+    pthread_cond_init(&e->gate_cv, NULL);
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     pthread_cond_init(&e->idle, NULL);
@@ -2134,6 +2187,8 @@ void notify_engine_free(notify_engine *e)
     for (int i = 0; i < e->o.groups; i++) lease_hold_destroy(&e->groups[i].hold);
     store_close(e->shared);
     pthread_mutex_destroy(&e->write_mu);
+    pthread_mutex_destroy(&e->gate_mu);
+    pthread_cond_destroy(&e->gate_cv);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     pthread_cond_destroy(&e->idle);
