@@ -274,7 +274,9 @@ def bench_chime(a, tmp):
                 p.kill()
         for log in logs:
             log.close()
-        if pg:
+        if pg and a.keep:
+            print("kept database: %s" % name, flush=True)
+        elif pg:
             subprocess.run(["psql", a.pg, "-qc", "DROP DATABASE IF EXISTS %s" % name], capture_output=True)
 
 
@@ -328,6 +330,8 @@ def main():
     p.add_argument("--timeline", action="store_true", help="print lateness by due time, in 5 s steps")
     p.add_argument("--bin", help="the chime binary to run (default build/chime), for A/B runs")
     p.add_argument("--chime-arg", action="append", default=[], help="an extra argument for chime serve (repeatable)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep the temp directory (node logs, SQLite file) and the PostgreSQL database, to look into")
     a = p.parse_args()
     if a.bin:
         global BIN
@@ -341,7 +345,10 @@ def main():
         if a.only in (None, "bullmq"):
             results["bullmq"] = bench_bullmq(a, tmp)
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)  # a 1M-row database each run
+        if a.keep:
+            print("kept: %s" % tmp, flush=True)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)  # a 1M-row database each run
     if "chime" in results and "bullmq" in results:
         c, b = results["chime"], results["bullmq"]
         print("ratios (bullmq / chime): fired/s %.2f, p99 lateness %.1f, max lateness %.1f" % (

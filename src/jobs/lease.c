@@ -29,6 +29,10 @@
 #define FENCE_SQL(NOW)                                                                             \
     "SELECT epoch FROM leases WHERE name = $1 AND owner = $2 AND epoch = $3 AND expires_ms > " NOW
 
+#define HELD_SQL(NOW)                                                                              \
+    "SELECT name FROM leases WHERE substr(name, 1, length(CAST($1 AS TEXT))) = CAST($1 AS TEXT)"   \
+    " AND owner IS NOT NULL AND expires_ms > " NOW
+
 static bool is_pg(store *db)
 {
     return store_backend_of(db) == STORE_PG;
@@ -97,6 +101,16 @@ int lease_fence(store *db, const char *name, const char *owner, int64_t epoch)
     store_reset(st);
     if (rc < 0) return rc;
     return rc == STORE_ROW ? LEASE_OK : LEASE_LOST;
+}
+
+int lease_list_held(store *db, const char *prefix, void (*fn)(void *ctx, const char *name), void *ctx)
+{
+    store_stmt *st = store_prepare(db, is_pg(db) ? HELD_SQL(NOW_PG) : HELD_SQL(NOW_SQ));
+    store_bind_str(st, 1, prefix);
+    int rc;
+    while ((rc = store_step(st)) == STORE_ROW) fn(ctx, store_col_text(st, 0));
+    store_reset(st);
+    return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
 }
 
 /* ---- holds ---------------------------------------------------------------- */

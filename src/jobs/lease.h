@@ -68,6 +68,15 @@ int lease_renew(store *db, const char *name, const char *owner, int64_t epoch, i
 int lease_release(store *db, const char *name, const char *owner, int64_t epoch);
 int lease_fence(store *db, const char *name, const char *owner, int64_t epoch);
 
+/* Calls fn for every lease whose name begins with prefix and that someone
+ * holds right now (owner set, not expired by the database's clock). A
+ * plain read that locks nothing: a node rebalancing asks it first so as
+ * not to try leases it cannot get -- on PostgreSQL such an acquire waits
+ * (up to its 200 ms lock timeout) for the holder's fenced transaction to
+ * end. The answer may be stale by the time it is used; acquire still
+ * decides. STORE_OK or an error. */
+int lease_list_held(store *db, const char *prefix, void (*fn)(void *ctx, const char *name), void *ctx);
+
 /* One tenure of one lease as a node sees it; shared between the thread that
  * renews it and the threads whose work it guards. */
 typedef struct lease_hold {

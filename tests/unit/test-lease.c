@@ -85,6 +85,49 @@ static void test_release(void **state)
     assert_int_equal(lease_release(s, "a", "n1", e1), LEASE_LOST);
 }
 
+typedef struct names {
+    char v[8][16];
+    int n;
+} name_list;
+
+static void add_name(void *ctx, const char *name)
+{
+    name_list *ns = ctx;
+    if (ns->n < 8) snprintf(ns->v[ns->n++], sizeof ns->v[0], "%s", name);
+}
+
+static bool has_name(const name_list *ns, const char *name)
+{
+    for (int i = 0; i < ns->n; i++)
+        if (strcmp(ns->v[i], name) == 0) return true;
+    return false;
+}
+
+static void test_list_held(void **state)
+{
+    store *s = ((testdb *)*state)->s;
+    int64_t e = 0;
+    assert_int_equal(lease_acquire(s, "g/1", "n1", 60000, NULL, NULL), LEASE_OK);
+    assert_int_equal(lease_acquire(s, "g/2", "n2", 60000, NULL, NULL), LEASE_OK);
+    assert_int_equal(lease_acquire(s, "g/3", "n1", 100, NULL, NULL), LEASE_OK); /* will expire */
+    assert_int_equal(lease_acquire(s, "g/4", "n1", 60000, &e, NULL), LEASE_OK);
+    assert_int_equal(lease_release(s, "g/4", "n1", e), LEASE_OK);
+    assert_int_equal(lease_acquire(s, "h/1", "n1", 60000, NULL, NULL), LEASE_OK); /* another prefix */
+    assert_int_equal(lease_acquire(s, "xg/1", "n1", 60000, NULL, NULL), LEASE_OK); /* contains it, later */
+    nap_ms(200);
+    name_list ns = {0};
+    assert_int_equal(lease_list_held(s, "g/", add_name, &ns), STORE_OK);
+    assert_int_equal(ns.n, 2);
+    assert_true(has_name(&ns, "g/1") && has_name(&ns, "g/2"));
+    ns.n = 0;
+    assert_int_equal(lease_list_held(s, "none/", add_name, &ns), STORE_OK);
+    assert_int_equal(ns.n, 0);
+    /* What it lists is what acquire refuses; what it leaves out is free. */
+    assert_int_equal(lease_acquire(s, "g/2", "n1", 60000, NULL, NULL), LEASE_TAKEN);
+    assert_int_equal(lease_acquire(s, "g/3", "n2", 60000, NULL, NULL), LEASE_OK);
+    assert_int_equal(lease_acquire(s, "g/4", "n2", 60000, NULL, NULL), LEASE_OK);
+}
+
 static void test_fence(void **state)
 {
     testdb *db = *state;
@@ -393,6 +436,7 @@ int main(void)
         TESTDB_TEST(test_renew_bumps_epoch_and_checks_it),
         TESTDB_TEST(test_expiry_and_takeover),
         TESTDB_TEST(test_release),
+        TESTDB_TEST(test_list_held),
         TESTDB_TEST(test_fence),
         TESTDB_TEST(test_fence_blocks_takeover),
         TESTDB_TEST(test_hold_tenure),
