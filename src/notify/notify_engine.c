@@ -893,9 +893,9 @@ static int oldest_due(notify_engine *e, store *db, int64_t *t)
  * passes, each taking every row due up to a horizon that moves
  * NOTIFY_PASS_STEP_MS a pass, from where the last complete pass ended
  * (after a start, from the oldest row) to now + the window. In the steady
- * state that is one pass; a node behind (after downtime, or just too
- * slow) walks all its shards forward through the backlog together, so
- * lateness is shared out evenly. A pass that finds under a quarter of
+ * state (all that is due by now claimed) that is one pass; a node behind
+ * (after downtime, or just too slow) walks all its shards forward through
+ * the backlog together, so lateness is shared out evenly. A pass that finds under a quarter of
  * NOTIFY_PASS_ROWS doubles the step (a sparse backlog of hours is crossed
  * in a few passes); one that finds more than NOTIFY_PASS_ROWS sets it
  * back, so a pass is a few thousand rows: within one, rows go out in
@@ -909,8 +909,10 @@ static int oldest_due(notify_engine *e, store *db, int64_t *t)
 #define NOTIFY_CLAIM_SPAN_MS 500
 static bool claim_all(notify_engine *e, store *db, int64_t *next_beat)
 {
-    int64_t until = base_now_ms() + NOTIFY_CLAIM_SPAN_MS, horizon;
-    if (e->claimed_to != INT64_MIN) {
+    int64_t now = base_now_ms(), until = now + NOTIFY_CLAIM_SPAN_MS, horizon;
+    if (e->claimed_to >= now) {
+        horizon = INT64_MAX; /* not behind: one pass to the window's end */
+    } else if (e->claimed_to != INT64_MIN) {
         horizon = e->claimed_to + NOTIFY_PASS_STEP_MS;
     } else {
         int64_t oldest;
