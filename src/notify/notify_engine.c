@@ -895,18 +895,48 @@ static int oldest_due(notify_engine *e, store *db, int64_t *t)
  * (after a start, from the oldest row) to now + the window. In the steady
  * state (all that is due by now claimed) that is one pass; a node behind
  * (after downtime, or just too slow) walks all its shards forward through
- * the backlog together, so lateness is shared out evenly. A pass that finds under a quarter of
- * NOTIFY_PASS_ROWS doubles the step (a sparse backlog of hours is crossed
- * in a few passes); one that finds more than NOTIFY_PASS_ROWS sets it
- * back, so a pass is a few thousand rows: within one, rows go out in
- * shard order. (Before, each pass took a fixed number of
- * rows a shard: a node behind starved its busiest shards, whose rows came
- * out a minute late while the quiet ones' were on time.) A call returns
- * after NOTIFY_CLAIM_SPAN_MS (true: cut short, call again at once), so
- * the dirty marks and the outbox poll get their turn. */
+ * the backlog together, so lateness is shared out evenly. A pass that
+ * finds under a quarter of NOTIFY_PASS_ROWS doubles the step (a sparse
+ * backlog of hours is crossed in a few passes); one that finds more than
+ * NOTIFY_PASS_ROWS sets it back, so a pass is a few thousand rows: within
+ * one, rows go out in shard order. (Before, each pass took a fixed number
+ * of rows a shard: a node behind starved its busiest shards, whose rows
+ * came out a minute late while the quiet ones' were on time.) A call
+ * returns after NOTIFY_CLAIM_SPAN_MS (true: cut short, call again at
+ * once), so the dirty marks and the outbox poll get their turn. */
 #define NOTIFY_PASS_STEP_MS 250
 #define NOTIFY_PASS_ROWS 4096
 #define NOTIFY_CLAIM_SPAN_MS 500
+
+/* One pass over the groups held: claims every row due by horizon, adding
+ * their count to *claimed. False when cut short (the heap full, a claim
+ * failed): the pass must be done again. */
+static bool claim_pass(notify_engine *e, store *db, int64_t horizon, int64_t *next_beat, int64_t *claimed)
+{
+    item_buf buf = {0};
+    bool whole = true;
+    for (int gi = 0; gi < e->o.groups;) {
+        if (heap_size(e) >= NOTIFY_HEAP_MAX) {
+            whole = false;
+            break;
+        }
+        heartbeat_if_due(e, db, next_beat);
+        scanner_yield(e);
+        write_lock(e);
+        int n = claim_tx(e, db, &gi, horizon, &buf);
+        write_unlock(e);
+        enqueue(e, buf.v, buf.n);
+        buf.n = 0;
+        if (n < 0) {
+            gi++; /* skip the group that failed; the pass is done again later */
+            whole = false;
+        }
+        *claimed += n > 0 ? n : 0;
+    }
+    free(buf.v);
+    return whole;
+}
+
 static bool claim_all(notify_engine *e, store *db, int64_t *next_beat)
 {
     int64_t now = base_now_ms(), until = now + NOTIFY_CLAIM_SPAN_MS, horizon;
@@ -919,44 +949,18 @@ static bool claim_all(notify_engine *e, store *db, int64_t *next_beat)
         if (oldest_due(e, db, &oldest) != STORE_OK) return false; /* the next tick tries again */
         horizon = oldest < INT64_MAX - NOTIFY_PASS_STEP_MS ? oldest + NOTIFY_PASS_STEP_MS : INT64_MAX;
     }
-    item_buf buf = {0};
-    bool cut = false;
     int64_t step = NOTIFY_PASS_STEP_MS;
     for (;;) {
-        int64_t end = base_now_ms() + e->o.window_ms;
+        int64_t end = base_now_ms() + e->o.window_ms, claimed = 0;
         if (horizon > end) horizon = end;
-        bool whole = true;
-        int64_t claimed = 0;
-        for (int gi = 0; gi < e->o.groups;) {
-            if (heap_size(e) >= NOTIFY_HEAP_MAX) {
-                whole = false;
-                break;
-            }
-            heartbeat_if_due(e, db, next_beat);
-            scanner_yield(e);
-            write_lock(e);
-            int n = claim_tx(e, db, &gi, horizon, &buf);
-            write_unlock(e);
-            enqueue(e, buf.v, buf.n);
-            buf.n = 0;
-            if (n < 0) {
-                gi++; /* skip the group that failed; the next call redoes this pass */
-                whole = false;
-            }
-            claimed += n > 0 ? n : 0;
-        }
-        if (whole) e->claimed_to = horizon;
-        if (!whole || horizon >= end) break;
-        if (base_now_ms() >= until) {
-            cut = true;
-            break;
-        }
+        if (!claim_pass(e, db, horizon, next_beat, &claimed)) return false; /* redone after a tick */
+        e->claimed_to = horizon;
+        if (horizon >= end) return false;
+        if (base_now_ms() >= until) return true;
         if (claimed < NOTIFY_PASS_ROWS / 4 && step < INT64_MAX / 4) step *= 2;
         else if (claimed > NOTIFY_PASS_ROWS) step = NOTIFY_PASS_STEP_MS;
         horizon = horizon < end - step ? horizon + step : end;
     }
-    free(buf.v);
-    return cut;
 }
 
 /* Outbox rows whose next attempt is due: retries, and claims of a node
