@@ -1039,7 +1039,8 @@ static void renew_held(notify_engine *e, store *db)
     free(res);
 }
 
-/* The groups someone holds, as lease_list_held names them. */
+/* Which groups someone holds (this node included), a flag per group, as
+ * lease_list_held names them. */
 typedef struct taken_set {
     bool *v;
     int n;
@@ -1050,6 +1051,18 @@ static void mark_taken(void *ctx, const char *name)
     taken_set *t = ctx;
     int gi;
     if (sscanf(name, NOTIFY_GROUP_PREFIX "%d", &gi) == 1 && gi >= 0 && gi < t->n) t->v[gi] = true;
+}
+
+/* The flags, owned by the caller; NULL when they cannot be read (then
+ * every group is worth a try). */
+static bool *groups_taken(notify_engine *e, store *db)
+{
+    taken_set t = {calloc((size_t)e->o.groups, sizeof *t.v), e->o.groups};
+    if (t.v && lease_list_held(db, NOTIFY_GROUP_PREFIX, mark_taken, &t) != STORE_OK) {
+        free(t.v);
+        return NULL;
+    }
+    return t.v;
 }
 
 /* Renews what we hold, then moves toward an equal share: ceil(groups /
@@ -1074,18 +1087,17 @@ static void rebalance(notify_engine *e, store *db)
      * first of a long run would lapse before the claims got to it. So at
      * most a heartbeat's worth of acquiring here; the rest next time. */
     int64_t stop_at = base_now_ms() + e->o.heartbeat_ms;
-    taken_set taken = {held < target ? calloc((size_t)e->o.groups, sizeof *taken.v) : NULL, e->o.groups};
-    if (taken.v && lease_list_held(db, NOTIFY_GROUP_PREFIX, mark_taken, &taken) != STORE_OK)
-        memset(taken.v, 0, (size_t)taken.n * sizeof *taken.v); /* unknown: try them all */
+    bool *taken = held < target ? groups_taken(e, db) : NULL;
     for (int k = 0; k < e->o.groups && held < target && base_now_ms() < stop_at; k++) {
-        group *g = &e->groups[(start + k) % e->o.groups];
-        if (g->held || (taken.v && taken.v[g - e->groups])) continue;
+        int gi = (start + k) % e->o.groups;
+        group *g = &e->groups[gi];
+        if (g->held || (taken && taken[gi])) continue;
         if (lease_hold_acquire(db, &g->hold, e->o.lease_ttl_ms, &g->tenure) == LEASE_OK) {
             g->held = true;
             held++;
         }
     }
-    free(taken.v);
+    free(taken);
     for (int i = e->o.groups - 1; i >= 0 && held > target; i--) {
         group *g = &e->groups[i];
         if (!g->held) continue;

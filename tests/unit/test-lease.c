@@ -85,7 +85,7 @@ static void test_release(void **state)
     assert_int_equal(lease_release(s, "a", "n1", e1), LEASE_LOST);
 }
 
-typedef struct names {
+typedef struct name_list {
     char v[8][16];
     int n;
 } name_list;
