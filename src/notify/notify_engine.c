@@ -105,18 +105,14 @@ typedef struct group {
     bool held; /* as the scanner last saw it */
 } group;
 
-/* A shard in the scanner's current pass (claim_all). */
-typedef struct shard_pass {
-    int claimed; /* rows claimed in this pass */
-    bool open;   /* may have more due rows */
-} shard_pass;
-
 struct notify_engine {
     notify_opts o;
     char owner[LEASE_OWNER_MAX + 1];
     group *groups;
-    shard_pass *pass; /* per shard; the scanner's */
     int per_group;
+    /* The scanner's: everything due up to here in the groups it held then
+     * is claimed (INT64_MIN: not known yet). See claim_all. */
+    int64_t claimed_to;
     pthread_t scanner;
     pthread_t checkpointer;
     bool checkpointer_started;
@@ -730,31 +726,14 @@ static void due_row_read(store_stmt *st, int at, due_row *r)
     "r.id, r.event_id, r.user_id, r.method, r.minutes_before, r.single, r.next_fire_ms, r.occurrence_ms, " \
     "e.summary FROM reminders r JOIN events e ON e.id = r.event_id "
 
-/* How many rows shard may give in this pass, within the batch's `room`. */
-static int shard_want(notify_engine *e, int64_t shard, int quota, int room)
-{
-    shard_pass *sp = &e->pass[shard];
-    if (!sp->open) return 0;
-    int want = quota - sp->claimed;
-    return want < room ? want : room;
-}
-
-static void shard_took(notify_engine *e, int64_t shard, int want, int got)
-{
-    e->pass[shard].claimed += got;
-    if (got < want) e->pass[shard].open = false; /* drained (up to the window) */
-}
-
 /* SQLite: one shard at a time, each a seek on (shard, next_fire_ms) -- a
  * range of shards would scan every row of the group; in-process, the
  * statements cost no round trip. */
-static int select_due_sqlite(notify_engine *e, store *db, int64_t lo, int64_t hi, int64_t upto, int limit, int quota,
-                             due_row *rows, int *n)
+static int select_due_sqlite(store *db, int64_t lo, int64_t hi, int64_t upto, int limit, due_row *rows, int *n)
 {
     int rc = STORE_DONE;
     for (int64_t shard = lo; shard < hi && *n < limit && rc == STORE_DONE; shard++) {
-        int want = shard_want(e, shard, quota, limit - *n);
-        if (want <= 0) continue;
+        int want = limit - *n;
         store_stmt *st = store_prepare(db, "SELECT " DUE_COLS "WHERE r.shard = $1 AND r.next_fire_ms <= $2 "
                                            "ORDER BY r.next_fire_ms LIMIT $3");
         store_bind_int64(st, 1, shard);
@@ -765,60 +744,37 @@ static int select_due_sqlite(notify_engine *e, store *db, int64_t lo, int64_t hi
         if (rc == STORE_ROW) rc = STORE_DONE; /* want reached */
         store_reset(st);
         *n += got;
-        shard_took(e, shard, want, got);
     }
     return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
 }
 
 /* PostgreSQL: the group's shards in one statement (a LATERAL seek per
  * shard), one round trip instead of one per shard. */
-static int select_due_pg(notify_engine *e, store *db, int64_t lo, int64_t hi, int64_t upto, int limit, int quota,
-                         due_row *rows, int *n)
+static int select_due_pg(store *db, int64_t lo, int64_t hi, int64_t upto, int limit, due_row *rows, int *n)
 {
-    int wants[NOTIFY_CLAIM_BATCH] = {0}, gots[NOTIFY_CLAIM_BATCH] = {0}, room = limit - *n;
-    if (hi - lo > NOTIFY_CLAIM_BATCH) hi = lo + NOTIFY_CLAIM_BATCH;
-    char list[NOTIFY_CLAIM_BATCH * 24 + 4];
-    size_t k = 0;
-    list[k++] = '[';
-    for (int64_t shard = lo; shard < hi && room > 0; shard++) {
-        int want = shard_want(e, shard, quota, room);
-        if (want <= 0) continue;
-        wants[shard - lo] = want;
-        room -= want;
-        k += (size_t)snprintf(list + k, sizeof list - k, "%s[%lld,%d]", k > 1 ? "," : "", (long long)shard, want);
-    }
-    list[k++] = ']';
-    list[k] = '\0';
-    if (k == 2) return STORE_OK;
+    if (*n >= limit || lo >= hi) return STORE_OK;
     store_stmt *st = store_prepare(
-        db, "SELECT s.shard, r.* FROM (SELECT CAST(j.value ->> 0 AS integer) AS shard, CAST(j.value ->> 1 AS bigint) "
-            "AS want FROM " LIST_PG ") s CROSS JOIN LATERAL (SELECT " DUE_COLS "WHERE r.shard = s.shard AND "
-            "r.next_fire_ms <= $2 ORDER BY r.next_fire_ms LIMIT s.want) r");
-    store_bind_str(st, 1, list);
-    store_bind_int64(st, 2, upto);
+        db, "SELECT r.* FROM generate_series(CAST($1 AS integer), CAST($2 AS integer)) s(shard) CROSS JOIN LATERAL "
+            "(SELECT " DUE_COLS "WHERE r.shard = s.shard AND r.next_fire_ms <= $3 ORDER BY r.next_fire_ms "
+            "LIMIT $4) r LIMIT $4");
+    store_bind_int64(st, 1, lo);
+    store_bind_int64(st, 2, hi - 1);
+    store_bind_int64(st, 3, upto);
+    store_bind_int64(st, 4, limit - *n);
     int rc = STORE_DONE;
-    while (*n < limit && (rc = store_step(st)) == STORE_ROW) {
-        int64_t shard = store_col_int64(st, 0);
-        if (shard >= lo && shard < hi) gots[shard - lo]++;
-        due_row_read(st, 1, &rows[(*n)++]);
-    }
+    while (*n < limit && (rc = store_step(st)) == STORE_ROW) due_row_read(st, 0, &rows[(*n)++]);
     store_reset(st);
-    if (rc != STORE_DONE && rc != STORE_ROW) return rc < 0 ? rc : STORE_ERROR;
-    for (int64_t shard = lo; shard < hi; shard++)
-        if (wants[shard - lo] > 0) shard_took(e, shard, wants[shard - lo], gots[shard - lo]);
-    return STORE_OK;
+    return rc == STORE_DONE || rc == STORE_ROW ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
 }
 
-/* Inside the open, fenced transaction: selects up to limit due rows of
- * group gi into rows[*n...], at most `quota` of each shard still open in
- * this pass (see claim_all). */
-static int claim_group(notify_engine *e, store *db, int gi, int64_t now, int limit, int quota, due_row *rows, int *n)
+/* Inside the open, fenced transaction: selects up to limit rows of group
+ * gi due by upto into rows[*n...]. */
+static int claim_group(notify_engine *e, store *db, int gi, int64_t upto, int limit, due_row *rows, int *n)
 {
     int64_t lo = (int64_t)gi * e->per_group, hi = lo + e->per_group;
     if (hi > e->o.shards) hi = e->o.shards;
-    int64_t upto = now + e->o.window_ms;
-    return store_backend_of(db) == STORE_PG ? select_due_pg(e, db, lo, hi, upto, limit, quota, rows, n)
-                                            : select_due_sqlite(e, db, lo, hi, upto, limit, quota, rows, n);
+    return store_backend_of(db) == STORE_PG ? select_due_pg(db, lo, hi, upto, limit, rows, n)
+                                            : select_due_sqlite(db, lo, hi, upto, limit, rows, n);
 }
 
 /* One claim transaction: starting at group *gi, fences each held group and
@@ -827,7 +783,7 @@ static int claim_group(notify_engine *e, store *db, int gi, int64_t now, int lim
  * commit (on SQLite the commit is the cost: every page it dirtied is
  * written again). *gi moves past the groups done; a group cut short by a
  * full batch stays next. Returns rows claimed, or < 0. */
-static int claim_tx(notify_engine *e, store *db, int *gi, int quota, item_buf *out)
+static int claim_tx(notify_engine *e, store *db, int *gi, int64_t upto, item_buf *out)
 {
     static __thread due_row rows[NOTIFY_CLAIM_BATCH];
     lease_hold *fenced[NOTIFY_CLAIM_BATCH];
@@ -850,7 +806,7 @@ static int claim_tx(notify_engine *e, store *db, int *gi, int quota, item_buf *o
         }
         if (rc != LEASE_OK) break;
         fenced[nfenced++] = &g->hold;
-        rc = claim_group(e, db, *gi, now, NOTIFY_CLAIM_BATCH, quota, rows, &n);
+        rc = claim_group(e, db, *gi, upto, NOTIFY_CLAIM_BATCH, rows, &n);
         if (rc == STORE_OK && n < NOTIFY_CLAIM_BATCH) ++*gi; /* else it may have shards left */
     }
     if (rc == STORE_OK) rc = claim_rows(e, db, rows, n, now, out);
@@ -912,44 +868,99 @@ static void scanner_yield(notify_engine *e)
     pthread_mutex_unlock(&e->mu);
 }
 
-/* Claims what is due within the window, in passes over the shards that
- * take at most `quota` rows of each: the oldest of every shard first. In
- * the steady state one pass takes everything; after downtime, when every
- * shard has a backlog, the passes walk all shards forward through it
- * together, so deliveries go out oldest first across the whole node
- * rather than shard by shard. A pass revisits only the shards that filled
- * their quota, with a quota that grows as they get fewer (one busy shard
- * is not claimed a handful of rows at a time). */
-#define NOTIFY_PASS_ROWS 4096 /* rows a pass aims at (quota = this / open shards) */
-#define NOTIFY_PASS_MIN 8     /* ... but at least this many per shard */
-static void claim_all(notify_engine *e, store *db, int64_t *next_beat)
+/* The oldest next fire time in the groups held, into *t (INT64_MAX when
+ * none): one index seek a shard. */
+static int oldest_due(notify_engine *e, store *db, int64_t *t)
 {
-    item_buf buf = {0};
-    for (int i = 0; i < e->o.shards; i++) e->pass[i].open = true;
-    int open = e->o.shards;
-    while (open > 0 && heap_size(e) < NOTIFY_HEAP_MAX) {
-        int quota = NOTIFY_PASS_ROWS / open > NOTIFY_PASS_MIN ? NOTIFY_PASS_ROWS / open : NOTIFY_PASS_MIN;
-        for (int i = 0; i < e->o.shards; i++) e->pass[i].claimed = 0;
-        int gi = 0;
-        while (gi < e->o.groups && heap_size(e) < NOTIFY_HEAP_MAX) {
-            heartbeat_if_due(e, db, next_beat);
-            scanner_yield(e);
-            write_lock(e);
-            int n = claim_tx(e, db, &gi, quota, &buf);
-            write_unlock(e);
-            enqueue(e, buf.v, buf.n);
-            buf.n = 0;
-            if (n < 0) gi++; /* skip the group that failed; the next tick retries it */
-        }
-        open = 0;
-        for (int i = 0; i < e->o.shards; i++) {
-            /* Still open: it filled its quota (a failed claim may leave
-             * some open with less; the next tick sees to them). */
-            if (e->pass[i].open && e->pass[i].claimed < quota) e->pass[i].open = false;
-            open += e->pass[i].open;
+    *t = INT64_MAX;
+    for (int gi = 0; gi < e->o.groups; gi++) {
+        if (!e->groups[gi].held) continue;
+        int64_t lo = (int64_t)gi * e->per_group, hi = lo + e->per_group;
+        for (int64_t shard = lo; shard < hi && shard < e->o.shards; shard++) {
+            store_stmt *st = store_prepare(db, "SELECT min(next_fire_ms) FROM reminders WHERE shard = $1");
+            store_bind_int64(st, 1, shard);
+            int rc = store_step(st);
+            if (rc == STORE_ROW && !store_col_is_null(st, 0) && store_col_int64(st, 0) < *t)
+                *t = store_col_int64(st, 0);
+            store_reset(st);
+            if (rc != STORE_ROW) return rc < 0 ? rc : STORE_ERROR;
         }
     }
+    return STORE_OK;
+}
+
+/* Claims what is due within the window, oldest first across the node: in
+ * passes, each taking every row due up to a horizon that moves
+ * NOTIFY_PASS_STEP_MS a pass, from where the last complete pass ended
+ * (after a start, from the oldest row) to now + the window. In the steady
+ * state (all that is due by now claimed) that is one pass; a node behind
+ * (after downtime, or just too slow) walks all its shards forward through
+ * the backlog together, so lateness is shared out evenly. A pass that
+ * finds under a quarter of NOTIFY_PASS_ROWS doubles the step (a sparse
+ * backlog of hours is crossed in a few passes); one that finds more than
+ * NOTIFY_PASS_ROWS sets it back, so a pass is a few thousand rows: within
+ * one, rows go out in shard order. (Before, each pass took a fixed number
+ * of rows a shard: a node behind starved its busiest shards, whose rows
+ * came out a minute late while the quiet ones' were on time.) A call
+ * returns after NOTIFY_CLAIM_SPAN_MS (true: cut short, call again at
+ * once), so the dirty marks and the outbox poll get their turn. */
+#define NOTIFY_PASS_STEP_MS 250
+#define NOTIFY_PASS_ROWS 4096
+#define NOTIFY_CLAIM_SPAN_MS 500
+
+/* One pass over the groups held: claims every row due by horizon, adding
+ * their count to *claimed. False when cut short (the heap full, a claim
+ * failed): the pass must be done again. */
+static bool claim_pass(notify_engine *e, store *db, int64_t horizon, int64_t *next_beat, int64_t *claimed)
+{
+    item_buf buf = {0};
+    bool whole = true;
+    for (int gi = 0; gi < e->o.groups;) {
+        if (heap_size(e) >= NOTIFY_HEAP_MAX) {
+            whole = false;
+            break;
+        }
+        heartbeat_if_due(e, db, next_beat);
+        scanner_yield(e);
+        write_lock(e);
+        int n = claim_tx(e, db, &gi, horizon, &buf);
+        write_unlock(e);
+        enqueue(e, buf.v, buf.n);
+        buf.n = 0;
+        if (n < 0) {
+            gi++; /* skip the group that failed; the pass is done again later */
+            whole = false;
+        }
+        *claimed += n > 0 ? n : 0;
+    }
     free(buf.v);
+    return whole;
+}
+
+static bool claim_all(notify_engine *e, store *db, int64_t *next_beat)
+{
+    int64_t now = base_now_ms(), until = now + NOTIFY_CLAIM_SPAN_MS, horizon;
+    if (e->claimed_to >= now) {
+        horizon = INT64_MAX; /* not behind: one pass to the window's end */
+    } else if (e->claimed_to != INT64_MIN) {
+        horizon = e->claimed_to + NOTIFY_PASS_STEP_MS;
+    } else {
+        int64_t oldest;
+        if (oldest_due(e, db, &oldest) != STORE_OK) return false; /* the next tick tries again */
+        horizon = oldest < INT64_MAX - NOTIFY_PASS_STEP_MS ? oldest + NOTIFY_PASS_STEP_MS : INT64_MAX;
+    }
+    int64_t step = NOTIFY_PASS_STEP_MS;
+    for (;;) {
+        int64_t end = base_now_ms() + e->o.window_ms, claimed = 0;
+        if (horizon > end) horizon = end;
+        if (!claim_pass(e, db, horizon, next_beat, &claimed)) return false; /* redone after a tick */
+        e->claimed_to = horizon;
+        if (horizon >= end) return false;
+        if (base_now_ms() >= until) return true;
+        if (claimed < NOTIFY_PASS_ROWS / 4 && step < INT64_MAX / 4) step *= 2;
+        else if (claimed > NOTIFY_PASS_ROWS) step = NOTIFY_PASS_STEP_MS;
+        horizon = horizon < end - step ? horizon + step : end;
+    }
 }
 
 /* Outbox rows whose next attempt is due: retries, and claims of a node
@@ -1260,6 +1271,7 @@ static void *scanner_main(void *p)
     int64_t tick = e->o.window_ms / 4 < 200 ? e->o.window_ms / 4 : 200;
     if (tick < 10) tick = 10;
     int64_t next_beat = 0;
+    bool more = false; /* the last claim_all was cut short: no sleep */
     do {
         int64_t t0 = base_now_ms();
         heartbeat_if_due(e, db, &next_beat);
@@ -1269,12 +1281,12 @@ static void *scanner_main(void *p)
             log_warn("reminders: recomputing marked events failed: %s", store_errmsg(db));
         write_unlock(e);
         poll_outbox_all(e, db);
-        claim_all(e, db, &next_beat);
+        more = claim_all(e, db, &next_beat);
         /* Leases lapse when a pass outlasts them between heartbeats: worth
          * knowing when they are lost. */
         int64_t took = base_now_ms() - t0;
         if (took > e->o.lease_ttl_ms / 2) log_warn("reminders: a scanner pass took %lld ms", (long long)took);
-    } while (sleep_until(e, base_now_ms() + tick));
+    } while (sleep_until(e, base_now_ms() + (more ? 0 : tick)));
     write_lock(e);
     release_all(e, db);
     write_unlock(e);
@@ -2120,10 +2132,9 @@ notify_engine *notify_engine_new(const notify_opts *o)
     e->per_group = (e->o.shards + e->o.groups - 1) / e->o.groups;
     snprintf(e->owner, sizeof e->owner, "%s", o->node_id);
     e->groups = calloc((size_t)e->o.groups, sizeof *e->groups);
-    e->pass = calloc((size_t)e->o.shards, sizeof *e->pass);
+    e->claimed_to = INT64_MIN;
     e->workers = calloc((size_t)e->o.workers, sizeof *e->workers);
-    if (!e->groups || !e->pass || !e->workers) {
-        free(e->pass);
+    if (!e->groups || !e->workers) {
         free(e->groups);
         free(e->workers);
         free(e);
@@ -2234,7 +2245,6 @@ void notify_engine_free(notify_engine *e)
     free(e->heap.v);
     free(e->flights);
     free(e->groups);
-    free(e->pass);
     free(e->workers);
     free(e);
 }
