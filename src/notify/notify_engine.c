@@ -159,6 +159,15 @@ struct notify_engine {
     int groups_held;
 };
 
+/* The engine whose write_mu this thread holds, if any: a fact about the
+ * thread, so thread-local. The shared connection's guard reads it. */
+static __thread const notify_engine *write_held;
+
+static bool write_is_held(void *ctx)
+{
+    return write_held == ctx;
+}
+
 static void write_lock(notify_engine *e)
 {
     if (!e->serialize_writes) return;
@@ -168,11 +177,14 @@ static void write_lock(notify_engine *e)
         pthread_mutex_unlock(&e->gate_mu);
     }
     pthread_mutex_lock(&e->write_mu);
+    write_held = e;
 }
 
 static void write_unlock(notify_engine *e)
 {
-    if (e->serialize_writes) pthread_mutex_unlock(&e->write_mu);
+    if (!e->serialize_writes) return;
+    write_held = NULL;
+    pthread_mutex_unlock(&e->write_mu);
 }
 
 /* write_lock ahead of the writers queued for it (SQLite only). */
@@ -180,10 +192,12 @@ static void write_lock_first(notify_engine *e)
 {
     atomic_store(&e->gate_shut, true);
     pthread_mutex_lock(&e->write_mu);
+    write_held = e;
 }
 
 static void write_unlock_first(notify_engine *e)
 {
+    write_held = NULL;
     pthread_mutex_lock(&e->gate_mu);
     atomic_store(&e->gate_shut, false);
     pthread_cond_broadcast(&e->gate_cv);
@@ -869,7 +883,7 @@ static void scanner_yield(notify_engine *e)
 }
 
 /* The oldest next fire time in the groups held, into *t (INT64_MAX when
- * none): one index seek a shard. */
+ * none): one index seek a shard. Under write_lock. */
 static int oldest_due(notify_engine *e, store *db, int64_t *t)
 {
     *t = INT64_MAX;
@@ -946,7 +960,10 @@ static bool claim_all(notify_engine *e, store *db, int64_t *next_beat)
         horizon = e->claimed_to + NOTIFY_PASS_STEP_MS;
     } else {
         int64_t oldest;
-        if (oldest_due(e, db, &oldest) != STORE_OK) return false; /* the next tick tries again */
+        write_lock(e); /* the connection may be the workers' too */
+        int rc = oldest_due(e, db, &oldest);
+        write_unlock(e);
+        if (rc != STORE_OK) return false; /* the next tick tries again */
         horizon = oldest < INT64_MAX - NOTIFY_PASS_STEP_MS ? oldest + NOTIFY_PASS_STEP_MS : INT64_MAX;
     }
     int64_t step = NOTIFY_PASS_STEP_MS;
@@ -2187,6 +2204,7 @@ int notify_engine_start(notify_engine *e)
             return -1;
         }
         e->checkpointer_started = true;
+        store_set_guard(e->shared, write_is_held, e);
     }
     if (pthread_create(&e->scanner, NULL, scanner_main, e) != 0) {
         log_error("reminders: cannot start the scanner");

@@ -36,6 +36,24 @@ void store_base_init(store *s, const store_ops *ops)
     s->buckets = NULL;
     s->nbuckets = s->nstmts = 0;
     s->err[0] = '\0';
+    s->guard = NULL;
+    s->guard_ctx = NULL;
+}
+
+void store_set_guard(store *s, bool (*held)(void *ctx), void *ctx)
+{
+    s->guard = held;
+    s->guard_ctx = ctx;
+}
+
+/* A programming error, not a runtime condition: stop before the connection
+ * is corrupted (see store_set_guard). */
+static void guard_check(store *s, const char *call)
+{
+    if (s->guard && !s->guard(s->guard_ctx)) {
+        fprintf(stderr, "chime: BUG: %s on a shared database connection without its lock\n", call);
+        abort();
+    }
 }
 
 static void cache_free_all(store *s)
@@ -76,10 +94,29 @@ int store_fail(store *s, int rc, const char *fmt, ...)
 
 /* -------------------------------------------------------- transactions */
 
-int store_begin(store *s) { return s->ops->begin(s); }
-int store_commit(store *s) { return s->ops->commit(s); }
-int store_rollback(store *s) { return s->ops->rollback(s); }
-int store_exec(store *s, const char *sql) { return s->ops->exec(s, sql); }
+int store_begin(store *s)
+{
+    guard_check(s, "store_begin");
+    return s->ops->begin(s);
+}
+
+int store_commit(store *s)
+{
+    guard_check(s, "store_commit");
+    return s->ops->commit(s);
+}
+
+int store_rollback(store *s)
+{
+    guard_check(s, "store_rollback");
+    return s->ops->rollback(s);
+}
+
+int store_exec(store *s, const char *sql)
+{
+    guard_check(s, "store_exec");
+    return s->ops->exec(s, sql);
+}
 
 /* ------------------------------------------------------ $N parameters */
 
@@ -214,6 +251,7 @@ store_stmt *store_prepare(store *s, const char *sql)
         store_fail(s, STORE_ERROR, "store_prepare: no SQL");
         return NULL;
     }
+    guard_check(s, "store_prepare");
     uint32_t h = sql_hash(sql);
     if (s->nbuckets) {
         for (store_stmt *st = s->buckets[h & (s->nbuckets - 1)]; st; st = st->next) {
@@ -338,6 +376,7 @@ int store_step(store_stmt *st)
     case STORE_ST_FAILED: return st->failed_rc;
     default: break;
     }
+    guard_check(st->s, "store_step");
     int rc = st->s->ops->step(st);
     if (rc == STORE_ROW) {
         st->state = STORE_ST_ROW;
@@ -354,6 +393,7 @@ void store_reset(store_stmt *st)
 {
     if (!st)
         return;
+    guard_check(st->s, "store_reset");
     st->s->ops->reset(st);
     if (st->nparams) memset(st->params, 0, (size_t)st->nparams * sizeof *st->params);
     st->text_len = 0;

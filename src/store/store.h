@@ -82,6 +82,16 @@ int store_schema_version(store *s);
 /* The newest version this program knows (the last migration's). */
 int store_schema_latest(void);
 
+/* A connection shared by threads under a lock of the caller's: held(ctx)
+ * says whether the calling thread holds that lock. From then on begin,
+ * commit, rollback, exec, prepare, step and reset check it, and a call
+ * without the lock aborts the process with a message. Unlocked, two
+ * threads on one connection corrupt it silently (seen: SQLite answering
+ * "file is not a database", then a double free); checked on every call,
+ * the mistake shows the first time the code runs, not the day two threads
+ * happen to collide. */
+void store_set_guard(store *s, bool (*held)(void *ctx), void *ctx);
+
 /* Transactions. store_begin takes the write lock at once on SQLite
  * (BEGIN IMMEDIATE) so two writers never deadlock on lock upgrade. */
 int store_begin(store *s);

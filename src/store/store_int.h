@@ -77,6 +77,8 @@ struct store {
     store_stmt **buckets;
     size_t nbuckets, nstmts;
     char err[STORE_ERRLEN];
+    bool (*guard)(void *ctx); /* store_set_guard; NULL: one thread owns it */
+    void *guard_ctx;
 };
 
 extern const store_ops store_sqlite_ops;
