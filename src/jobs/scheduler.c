@@ -137,6 +137,20 @@ static store *open_db(jobs_scheduler *s, const char *who)
     return db;
 }
 
+/* The heartbeat thread writes only soft state: node heartbeats, lease
+ * renewals and takeovers, job registrations. On SQLite its commits need
+ * not be synced one by one (synchronous=NORMAL): a power cut may lose the
+ * last few, in order (the WAL is a log, and any synced commit after them
+ * syncs them too, so no fenced run outlives its lease's epoch), and a node
+ * back from a power cut registers anew. A synced commit holds SQLite's
+ * write lock through the WAL's fsync, which under a reminder burst took
+ * 40-180 ms a beat while every other writer waited (bench/reminders). */
+static void soft_state(store *db)
+{
+    if (store_backend_of(db) == STORE_SQLITE && store_exec(db, "PRAGMA synchronous = NORMAL") != STORE_OK)
+        log_warn("jobs heartbeat: cannot relax its commits' sync: %s", store_errmsg(db));
+}
+
 static void deactivate(jobs_scheduler *s, sched_job *sj)
 {
     pthread_mutex_lock(&s->mu);
@@ -779,7 +793,7 @@ static void *hb_main(void *p)
         bool stopping = s->stopping;
         pthread_mutex_unlock(&s->mu);
         int64_t wake = mono_ms() + s->heartbeat_ms;
-        if (!db) db = open_db(s, "heartbeat");
+        if (!db && (db = open_db(s, "heartbeat"))) soft_state(db);
         if (db && !registered) {
             registered = register_jobs(s, db) == STORE_OK;
             if (!registered) log_warn("jobs: cannot register the node: %s", store_errmsg(db));

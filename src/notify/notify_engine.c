@@ -1208,7 +1208,7 @@ static store *engine_db_open(notify_engine *e, const char *who)
  * was the p99) and small (see checkpoint_converge), and it goes ahead of
  * the writers queued for the lock (write_lock_first). */
 #define NOTIFY_CKPT_FRAMES 65536 /* checkpoint once the WAL holds this many pages (256 MiB) */
-#define NOTIFY_CKPT_TICK_MS 100
+#define NOTIFY_SYNC_TICK_MS 25 /* rounds while the WAL changes */
 #define NOTIFY_CKPT_CLOSE 256  /* frames a locked pass may be left to copy (1 MiB) */
 #define NOTIFY_CKPT_ROUNDS 16  /* unlocked passes tried to get there */
 
@@ -1250,20 +1250,27 @@ static void *checkpointer_main(void *p)
         log_error("reminders: the checkpointer cannot open the database: %s", err);
         return NULL;
     }
-    int64_t log = 0, done = 0;
-    /* Each round copies what the WAL holds (and fsyncs the database file
-     * if there was anything): often while the engine is busy, once a
-     * second while the WAL stays small, so an idle server does not fsync
-     * ten times a second. */
-    while (sleep_until(e, base_now_ms() + (log >= NOTIFY_CKPT_FRAMES / 8 ? NOTIFY_CKPT_TICK_MS : 1000))) {
-        if (checkpoint_passive(db, &log, &done) != STORE_OK || log < NOTIFY_CKPT_FRAMES) continue;
-        if (!checkpoint_converge(db, &log, &done)) continue;
+    int64_t log = 0, done = 0, last = -1;
+    bool busy = false;
+    /* Each round writes the WAL to disk if it changed (store_sync_log: so
+     * a durable commit elsewhere -- the API's, the jobs' -- does not wait
+     * under the write lock for the engine's unsynced ones), and copies
+     * what the WAL holds (and fsyncs the database file if there was
+     * anything): every NOTIFY_SYNC_TICK_MS while the engine writes, once a
+     * second while nothing changes, so an idle server does not fsync. */
+    while (sleep_until(e, base_now_ms() + (busy ? NOTIFY_SYNC_TICK_MS : 1000))) {
+        if (checkpoint_passive(db, &log, &done) != STORE_OK) continue;
+        busy = log != last;
+        last = log;
+        if (busy && store_sync_log(db) != STORE_OK) log_warn("reminders: WAL sync failed: %s", store_errmsg(db));
+        if (log < NOTIFY_CKPT_FRAMES || !checkpoint_converge(db, &log, &done)) continue;
         write_lock_first(e);
         /* (A reader's older snapshot may still hold some frames back: the
          * next round copies them.) */
         if (checkpoint_passive(db, &log, &done) != STORE_OK)
             log_warn("reminders: checkpoint failed: %s", store_errmsg(db));
         write_unlock_first(e);
+        last = log;
     }
     store_close(db);
     return NULL;

@@ -118,6 +118,11 @@ int store_exec(store *s, const char *sql)
     return s->ops->exec(s, sql);
 }
 
+int store_sync_log(store *s)
+{
+    return store_backend_of(s) == STORE_SQLITE ? store_sqlite_sync_log(s) : STORE_OK;
+}
+
 /* ------------------------------------------------------ $N parameters */
 
 static bool is_ident_byte(unsigned char c)

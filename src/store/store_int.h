@@ -87,6 +87,8 @@ extern const store_ops store_pg_ops;
 /* Backend constructors; `target` is the URL without the "sqlite:" prefix
  * for SQLite, the whole URL for PostgreSQL. */
 store *store_sqlite_open(const char *target, char *err, size_t errlen);
+/* store_sync_log for SQLite. */
+int store_sqlite_sync_log(store *s);
 store *store_pg_open(const char *target, char *err, size_t errlen);
 
 /* Common init for a freshly allocated backend struct. */

@@ -9,10 +9,13 @@
  */
 #include "store/store_int.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct sqlite_store {
     store base;
@@ -309,6 +312,21 @@ static int enable_wal(store *s)
                    mode ? mode : "?");
     sqlite3_finalize(vm);
     return ok ? STORE_OK : STORE_ERROR;
+}
+
+int store_sqlite_sync_log(store *s)
+{
+    const char *db = sqlite3_db_filename(DB(s), "main");
+    if (!db || !*db) return STORE_OK; /* in memory: no file */
+    char wal[4096];
+    if ((size_t)snprintf(wal, sizeof wal, "%s-wal", db) >= sizeof wal)
+        return store_fail(s, STORE_ERROR, "sync: database path too long");
+    int fd = open(wal, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) /* no WAL (yet, or after the last connection closed): nothing to write */
+        return errno == ENOENT ? STORE_OK : store_fail(s, STORE_ERROR, "sync: %s: %s", wal, strerror(errno));
+    int rc = fdatasync(fd) == 0 ? STORE_OK : store_fail(s, STORE_ERROR, "sync: %s: %s", wal, strerror(errno));
+    close(fd);
+    return rc;
 }
 
 store *store_sqlite_open(const char *path, char *err, size_t errlen)

@@ -1,6 +1,6 @@
 /* test-store-tx.c -- transactions, error mapping under contention, several
- * connections at once, PostgreSQL reconnecting after a lost connection, and
- * the guard of a connection shared under a lock. */
+ * connections at once, PostgreSQL reconnecting after a lost connection, the
+ * guard of a connection shared under a lock, and syncing SQLite's WAL. */
 #include "testutil.h"
 #include "testdb.h"
 
@@ -383,6 +383,29 @@ static void test_migrate_reshapes_outbox(void **state)
                               "('d1', 1, 2, 3, 'inapp', 'x', 1, 1, 'pending', 1, 1, 1)") < 0);
 }
 
+/* store_sync_log: SQLite writes its WAL back without a lock, whatever
+ * another connection is doing, and without a WAL there is nothing to do;
+ * PostgreSQL has nothing to do. The committed rows are all still there. */
+static void test_sync_log(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s;
+    EXEC_OK(s, "CREATE TABLE t (i BIGINT PRIMARY KEY)");
+    store *other = testdb_open(db);
+    assert_non_null(other);
+    assert_int_equal(store_begin(other), STORE_OK);   /* holds the write lock */
+    EXEC_OK(other, "INSERT INTO t VALUES (1)");
+    assert_int_equal(store_sync_log(s), STORE_OK);    /* does not wait for it */
+    assert_int_equal(store_commit(other), STORE_OK);
+    assert_int_equal(store_sync_log(s), STORE_OK);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 1);
+    store_close(other);
+    store *mem = store_open("sqlite::memory:", NULL, 0);
+    assert_non_null(mem);
+    assert_int_equal(store_sync_log(mem), STORE_OK);
+    store_close(mem);
+}
+
 /* store_set_guard: a shared connection's owner check. */
 static bool guard_flag(void *ctx)
 {
@@ -452,6 +475,7 @@ int main(void)
         TESTDB_TEST_RAW(test_migrate_reshapes_outbox),
         TESTDB_TEST_PG_RAW(test_pg_reconnect),
         TESTDB_TEST_RAW(test_guard),
+        TESTDB_TEST_RAW(test_sync_log),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
