@@ -359,9 +359,10 @@ typedef enum claim_fate { FATE_PENDING, FATE_MISSED, FATE_DONE } claim_fate;
 
 /* A list parameter ($1): a JSON array, the one list both backends can take
  * apart. LIST's elements are arrays read by position (AT); LIST_TEXT's are
- * scalars read as j.value. */
+ * scalars read as j.value. On PostgreSQL LIST is jsonb: `->>` on a json
+ * value parses its text again at every use, fourteen times a delivery row. */
 #define LIST_SQLITE "json_each($1) j"
-#define LIST_PG "json_array_elements(CAST($1 AS json)) j"
+#define LIST_PG "jsonb_array_elements(CAST($1 AS jsonb)) j"
 #define LIST_TEXT_PG "json_array_elements_text(CAST($1 AS json)) j"
 #define AT(i) "CAST(j.value ->> " #i " AS BIGINT)"
 #define AT_TEXT(i) "(j.value ->> " #i ")"
