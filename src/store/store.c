@@ -120,7 +120,7 @@ int store_exec(store *s, const char *sql)
 
 int store_sync_log(store *s)
 {
-    return store_backend_of(s) == STORE_SQLITE ? store_sqlite_sync_log(s) : STORE_OK;
+    return s->ops->sync_log ? s->ops->sync_log(s) : STORE_OK;
 }
 
 /* ------------------------------------------------------ $N parameters */

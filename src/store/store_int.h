@@ -70,6 +70,7 @@ typedef struct store_ops {
     const char *(*col_text)(store_stmt *st, int col);
     size_t (*col_len)(store_stmt *st, int col);
     const char *now_sql;       /* one row, one BIGINT column: ms since epoch */
+    int (*sync_log)(store *s); /* store_sync_log; NULL: nothing to do */
 } store_ops;
 
 struct store {
@@ -87,8 +88,6 @@ extern const store_ops store_pg_ops;
 /* Backend constructors; `target` is the URL without the "sqlite:" prefix
  * for SQLite, the whole URL for PostgreSQL. */
 store *store_sqlite_open(const char *target, char *err, size_t errlen);
-/* store_sync_log for SQLite. */
-int store_sqlite_sync_log(store *s);
 store *store_pg_open(const char *target, char *err, size_t errlen);
 
 /* Common init for a freshly allocated backend struct. */

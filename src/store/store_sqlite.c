@@ -274,6 +274,20 @@ static size_t sq_col_len(store_stmt *st, int col)
     return (size_t)sqlite3_column_bytes(VM(st), col);
 }
 
+/* store_sync_log. */
+static int sq_sync_log(store *s)
+{
+    const char *db = sqlite3_db_filename(DB(s), "main");
+    if (!db || !*db) return STORE_OK; /* in memory: no file */
+    const char *wal = sqlite3_filename_wal(db);
+    int fd = open(wal, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) /* no WAL (yet, or after the last connection closed): nothing to write */
+        return errno == ENOENT ? STORE_OK : store_fail(s, STORE_ERROR, "sync: %s: %s", wal, strerror(errno));
+    int rc = fdatasync(fd) == 0 ? STORE_OK : store_fail(s, STORE_ERROR, "sync: %s: %s", wal, strerror(errno));
+    close(fd);
+    return rc;
+}
+
 const store_ops store_sqlite_ops = {
     .backend = STORE_SQLITE,
     .close = sq_close,
@@ -290,6 +304,7 @@ const store_ops store_sqlite_ops = {
     .col_text = sq_col_text,
     .col_len = sq_col_len,
     .now_sql = "SELECT CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)",
+    .sync_log = sq_sync_log,
 };
 
 /* PRAGMA journal_mode answers with the mode actually in force. */
@@ -312,21 +327,6 @@ static int enable_wal(store *s)
                    mode ? mode : "?");
     sqlite3_finalize(vm);
     return ok ? STORE_OK : STORE_ERROR;
-}
-
-int store_sqlite_sync_log(store *s)
-{
-    const char *db = sqlite3_db_filename(DB(s), "main");
-    if (!db || !*db) return STORE_OK; /* in memory: no file */
-    char wal[4096];
-    if ((size_t)snprintf(wal, sizeof wal, "%s-wal", db) >= sizeof wal)
-        return store_fail(s, STORE_ERROR, "sync: database path too long");
-    int fd = open(wal, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) /* no WAL (yet, or after the last connection closed): nothing to write */
-        return errno == ENOENT ? STORE_OK : store_fail(s, STORE_ERROR, "sync: %s: %s", wal, strerror(errno));
-    int rc = fdatasync(fd) == 0 ? STORE_OK : store_fail(s, STORE_ERROR, "sync: %s: %s", wal, strerror(errno));
-    close(fd);
-    return rc;
 }
 
 store *store_sqlite_open(const char *path, char *err, size_t errlen)
