@@ -95,6 +95,15 @@ int notify_engine_start(notify_engine *e);
  * nodes take the shards at once). Undelivered claims stay in the outbox. */
 void notify_engine_free(notify_engine *e);
 
+/* Delivers in-app outbox rows (ids: a JSON array of delivery ids), inside
+ * the caller's transaction: each row still pending gets its inbox row and
+ * becomes done -- or cancelled, when its reminder is gone; under the skip
+ * policy, one later than grace_ms becomes missed. Rows no longer pending
+ * are left alone, so two transactions delivering the same row (a takeover
+ * racing a slow node) give the user one inbox row. The engine's workers
+ * call it; it is public for the test of that race. */
+int notify_deliver_inapp(store *db, const char *ids, int64_t now_ms, notify_late_policy policy, int64_t grace_ms);
+
 /* Lease groups this node holds now (for tests and /metrics). */
 int notify_engine_groups_held(notify_engine *e);
 

@@ -387,12 +387,16 @@ typedef enum claim_fate { FATE_PENDING, FATE_MISSED, FATE_DONE } claim_fate;
     AT(7) ", " AT(8) ", " AT(9) ", " AT_TEXT(10) ", " AT(11) ", " AT(12) ", " AT(13)                       \
     ", CAST($2 AS BIGINT), CAST($2 AS BIGINT) FROM " LIST_PG " WHERE true "                                \
     "ON CONFLICT (id) DO NOTHING RETURNING id, channel, due_ms, state"
-/* The inbox rows of in-app deliveries the claim made done. */
-#define CLAIM_INBOX(LIST_TEXT)                                                                             \
+/* The inbox rows of in-app deliveries the claim made done: the rows its
+ * INSERT returned, so rows no other transaction can have (see
+ * INAPP_DELIVER_PG for why PostgreSQL's inbox has no unique index). */
+#define CLAIM_INBOX(LIST_TEXT, TAIL)                                                                       \
     "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, due_ms, "      \
     "fired_ms, late, method, read, created_ms) SELECT user_id, id, event_id, summary, occurrence_ms, "     \
     "due_ms, fired_ms, late, 'push', 0, fired_ms FROM deliveries WHERE id IN (SELECT j.value FROM "        \
-    LIST_TEXT ") ORDER BY due_ms ON CONFLICT (delivery_id) DO NOTHING"
+    LIST_TEXT ") ORDER BY due_ms" TAIL
+#define CLAIM_INBOX_SQLITE CLAIM_INBOX(LIST_SQLITE, " ON CONFLICT (delivery_id) DO NOTHING")
+#define CLAIM_INBOX_PG CLAIM_INBOX(LIST_TEXT_PG, "")
 
 /* SQLite runs the same two writes a row at a time, bound straight from
  * the C structs: in-process a statement costs no round trip, and building
@@ -710,7 +714,8 @@ static int claim_rows(notify_engine *e, store *db, const due_row *rows, int n, i
         if (won[i]) rc = claim_row_deliveries(e, &dels, &rows[i], &pairs, now);
     if (rc == STORE_OK) rc = claim_deliveries(db, &dels, now, &o);
     if (rc == STORE_OK && json_array_size(o.done))
-        rc = list_exec(db, BACKEND_SQL(db, CLAIM_INBOX, LIST_SQLITE, LIST_TEXT_PG), o.done, NULL, NULL, NULL);
+        rc = list_exec(db, store_backend_of(db) == STORE_PG ? CLAIM_INBOX_PG : CLAIM_INBOX_SQLITE, o.done, NULL,
+                       NULL, NULL);
     json_decref(o.done);
     free(dels.v);
     free(pairs.v);
@@ -1379,7 +1384,7 @@ static int batch_exec(store *db, const char *sql, const char *ids, int64_t now, 
 #define LATE_SQL "CASE WHEN $2 - due_ms > $3 THEN 1 ELSE 0 END"
 #define REMINDER_LIVE "EXISTS (SELECT 1 FROM reminders r WHERE r.id = deliveries.reminder_id)"
 /* Under the skip policy, the late ones of a batch are missed (both paths).
- * The in-app path's three statements are this one and the two below.
+ * The in-app path's statements are this one and those below.
  * Over either backend's BATCH; $2 now, $3 grace. */
 #define LATE_MISSED(BATCH)                                                                                 \
     "UPDATE deliveries SET state = 'missed', late = 1, updated_ms = $2 WHERE " BATCH " AND $2 - due_ms > $3"
@@ -1391,23 +1396,37 @@ static int batch_exec(store *db, const char *sql, const char *ids, int64_t now, 
 #define INAPP_FINISH(BATCH)                                                                                \
     "UPDATE deliveries SET state = CASE WHEN " REMINDER_LIVE " THEN 'done' ELSE 'cancelled' END, "         \
     "fired_ms = $2, late = " LATE_SQL ", attempts = attempts + 1, updated_ms = $2 WHERE " BATCH
+/* PostgreSQL does both in one statement: the outbox rows' update returns
+ * the ones it made done, and only those get an inbox row. The update is
+ * what keeps the inbox free of duplicates there, not a unique index on
+ * notifications.delivery_id (dropped by migration 7: it was a third of
+ * the inbox INSERT's cost): a row changes from pending once, since a
+ * second transaction updating it waits for the first's row lock and then
+ * finds it no longer pending (and a claim inserts a row done only when
+ * its INSERT won). SQLite runs one writer at a time and keeps the index. */
+#define INAPP_DELIVER_PG                                                                                   \
+    "WITH d AS (" INAPP_FINISH(BATCH_PG) " RETURNING user_id, id, event_id, summary, occurrence_ms, "     \
+    "due_ms, late, state) INSERT INTO notifications (user_id, delivery_id, event_id, summary, "            \
+    "original_start_ms, due_ms, fired_ms, late, method, read, created_ms) SELECT user_id, id, event_id, "  \
+    "summary, occurrence_ms, due_ms, $2, late, 'push', 0, $2 FROM d WHERE state = 'done' ORDER BY due_ms"
 
-/* In-app, a whole batch in three set statements: under the skip policy
- * late ones become missed; the rest get their inbox row (unless their
+/* In-app, a whole batch in set statements: under the skip policy late
+ * ones become missed; the rest get their inbox row (unless their
  * reminder is gone: event deleted, attendee declined) and leave the
  * outbox as done, or cancelled. Only rows still pending are touched, so a
  * batch that overlaps another node's takeover changes nothing twice. */
-static int deliver_inapp_sql(notify_engine *e, store *db, const char *ids, int64_t now)
+int notify_deliver_inapp(store *db, const char *ids, int64_t now_ms, notify_late_policy policy, int64_t grace_ms)
 {
     bool pg = store_backend_of(db) == STORE_PG;
     int rc;
-    if (e->o.late_policy == NOTIFY_LATE_SKIP &&
-        (rc = batch_exec(db, pg ? LATE_MISSED(BATCH_PG) : LATE_MISSED(BATCH_SQLITE), ids, now, &e->o.grace_ms)) !=
+    if (policy == NOTIFY_LATE_SKIP &&
+        (rc = batch_exec(db, pg ? LATE_MISSED(BATCH_PG) : LATE_MISSED(BATCH_SQLITE), ids, now_ms, &grace_ms)) !=
             STORE_OK)
         return rc;
-    rc = batch_exec(db, pg ? INAPP_INBOX(BATCH_PG) : INAPP_INBOX(BATCH_SQLITE), ids, now, &e->o.grace_ms);
+    if (pg) return batch_exec(db, INAPP_DELIVER_PG, ids, now_ms, &grace_ms);
+    rc = batch_exec(db, INAPP_INBOX(BATCH_SQLITE), ids, now_ms, &grace_ms);
     if (rc != STORE_OK) return rc;
-    return batch_exec(db, pg ? INAPP_FINISH(BATCH_PG) : INAPP_FINISH(BATCH_SQLITE), ids, now, &e->o.grace_ms);
+    return batch_exec(db, INAPP_FINISH(BATCH_SQLITE), ids, now_ms, &grace_ms);
 }
 
 static void deliver_inapp_batch(notify_engine *e, store *db, const item *its, size_t n)
@@ -1418,7 +1437,7 @@ static void deliver_inapp_batch(notify_engine *e, store *db, const item *its, si
     write_lock(e);
     for (int attempt = 0; attempt < 3; attempt++) {
         int rc = store_begin(db);
-        if (rc == STORE_OK) rc = deliver_inapp_sql(e, db, ids, base_now_ms());
+        if (rc == STORE_OK) rc = notify_deliver_inapp(db, ids, base_now_ms(), e->o.late_policy, e->o.grace_ms);
         if (rc == STORE_OK && store_commit(db) == STORE_OK) break;
         store_rollback(db);
         log_warn("reminders: in-app delivery batch failed: %s", store_errmsg(db));

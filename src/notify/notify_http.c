@@ -1,8 +1,20 @@
 /* notify_http.c -- the in-app inbox (GET /v1/notifications?after=CURSOR,
  * read marks) and GET /v1/admin/deliveries?state=... for admins.
  *
- * Cursors are the inbox's sequence numbers as decimal text: a client keeps
- * the last "next" it saw and asks for what came after it, never by time. */
+ * A client keeps the last cursor ("next") it saw and asks for what came
+ * after it, never by time. A cursor must never be handed out while a row
+ * that sorts before it can still appear. On SQLite one writer at a time
+ * gives seq in commit order, and the cursor is the seq ("SEQ"). On
+ * PostgreSQL delivering transactions on several connections commit out of
+ * seq order, so the inbox is read in (xid, seq) order -- the writing
+ * transaction's id, then seq within it -- and only rows of transactions
+ * older than every write transaction still running (xid below the
+ * snapshot's xmin) are shown: those are all final, so nothing can later
+ * appear before them. The cursor is "XID-SEQ" there (rows written before
+ * migration 8 have xid 0, so a plain "SEQ" cursor still reads on). The
+ * price is that a row waits for older write transactions to end: an idle
+ * open transaction holding an xid delays every inbox in the cluster (set
+ * idle_in_transaction_session_timeout). */
 #include "notify/notify_http.h"
 
 #include <stdio.h>
@@ -58,39 +70,78 @@ static bool query_limit(http_req *r, int64_t def, int64_t max, int64_t *out)
     return true;
 }
 
-static bool query_cursor(http_req *r, const char *name, int64_t *out)
+typedef struct inbox_cursor {
+    int64_t xid, seq;
+} inbox_cursor;
+
+/* "SEQ" or "XID-SEQ"; false if it is neither. */
+static bool parse_cursor(const char *s, size_t len, inbox_cursor *c)
 {
-    char buf[32];
+    const char *dash = memchr(s, '-', len);
+    c->xid = dash ? parse_seq(s, (size_t)(dash - s)) : 0;
+    c->seq = dash ? parse_seq(dash + 1, len - (size_t)(dash - s) - 1) : parse_seq(s, len);
+    return c->xid >= 0 && c->seq >= 0;
+}
+
+static void format_cursor(const inbox_cursor *c, char *buf, size_t n)
+{
+    if (c->xid) snprintf(buf, n, "%lld-%lld", (long long)c->xid, (long long)c->seq);
+    else snprintf(buf, n, "%lld", (long long)c->seq);
+}
+
+static bool query_cursor(http_req *r, const char *name, inbox_cursor *out)
+{
+    char buf[48];
     int q = http_query(r, name, buf, sizeof buf);
-    *out = 0;
+    *out = (inbox_cursor){0, 0};
     if (q == 0 || (q > 0 && buf[0] == '\0')) return true;
-    int64_t v = q > 0 ? parse_seq(buf, strlen(buf)) : -1;
-    if (v < 0) {
+    if (q < 0 || !parse_cursor(buf, strlen(buf), out)) {
         http_send_error(r, 400, "invalid", name, "%s must be a cursor returned as \"next\"", name);
         return false;
     }
-    *out = v;
     return true;
+}
+
+static void bind_xid(store_stmt *st, int at, int64_t xid)
+{
+    char text[24];
+    snprintf(text, sizeof text, "%lld", (long long)xid);
+    store_bind_str(st, at, text);
+}
+
+#define INBOX_COLS "seq, delivery_id, event_id, summary, original_start_ms, due_ms, fired_ms, late, method, read"
+
+/* The page after c: $1 user, $2 seq, $3 limit, and on PostgreSQL $4 the
+ * xid (as text: xid8 takes no bigint); the eleventh column is the row's
+ * xid. */
+static store_stmt *inbox_page(store *db, int64_t user_id, const inbox_cursor *c, int64_t limit)
+{
+    bool pg = store_backend_of(db) == STORE_PG;
+    store_stmt *st = store_prepare(
+        db, pg ? "SELECT " INBOX_COLS ", CAST(CAST(xid AS text) AS BIGINT) FROM notifications WHERE user_id = $1 "
+                 "AND (xid, seq) > (CAST($4 AS xid8), $2) AND xid < pg_snapshot_xmin(pg_current_snapshot()) "
+                 "ORDER BY xid, seq LIMIT $3"
+               : "SELECT " INBOX_COLS ", 0 FROM notifications WHERE user_id = $1 AND seq > $2 ORDER BY seq LIMIT $3");
+    store_bind_int64(st, 1, user_id);
+    store_bind_int64(st, 2, c->seq);
+    store_bind_int64(st, 3, limit);
+    if (pg) bind_xid(st, 4, c->xid);
+    return st;
 }
 
 static void handle_inbox(http_req *r)
 {
     app_thread *t = r->thread;
-    int64_t after, limit;
-    if (!query_cursor(r, "after", &after) || !query_limit(r, NOTIFY_PAGE_DEFAULT, NOTIFY_PAGE_MAX, &limit)) return;
-    store_stmt *st = store_prepare(
-        t->db, "SELECT seq, delivery_id, event_id, summary, original_start_ms, due_ms, fired_ms, late, method, read "
-               "FROM notifications WHERE user_id = $1 AND seq > $2 ORDER BY seq LIMIT $3");
-    store_bind_int64(st, 1, r->user_id);
-    store_bind_int64(st, 2, after);
-    store_bind_int64(st, 3, limit);
+    inbox_cursor last;
+    int64_t limit;
+    if (!query_cursor(r, "after", &last) || !query_limit(r, NOTIFY_PAGE_DEFAULT, NOTIFY_PAGE_MAX, &limit)) return;
+    store_stmt *st = inbox_page(t->db, r->user_id, &last, limit);
     json_t *items = json_array();
-    int64_t last = after;
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
         char id[24], ev[17];
-        last = store_col_int64(st, 0);
-        snprintf(id, sizeof id, "%lld", (long long)last);
+        last = (inbox_cursor){.xid = store_col_int64(st, 10), .seq = store_col_int64(st, 0)};
+        snprintf(id, sizeof id, "%lld", (long long)last.seq);
         base_id_format(store_col_int64(st, 2), ev);
         json_array_append_new(
             items, json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:b,s:s,s:b}", "id", id, "delivery_id",
@@ -105,8 +156,8 @@ static void handle_inbox(http_req *r)
         db_error(r, t->db);
         return;
     }
-    char next[24];
-    snprintf(next, sizeof next, "%lld", (long long)last);
+    char next[48];
+    format_cursor(&last, next, sizeof next);
     http_send_json(r, 200, json_pack("{s:o,s:s}", "items", items, "next", next));
 }
 
@@ -140,16 +191,22 @@ static void handle_read_upto(http_req *r)
         return;
     }
     json_t *v = json_object_get(body, "up_to");
-    int64_t upto = json_is_string(v) ? parse_seq(json_string_value(v), json_string_length(v)) : -1;
+    inbox_cursor upto;
+    bool ok = json_is_string(v) && parse_cursor(json_string_value(v), json_string_length(v), &upto);
     json_decref(body);
-    if (upto < 0) {
+    if (!ok) {
         http_send_error(r, 400, "invalid", "up_to", "up_to must be a cursor returned as \"next\"");
         return;
     }
-    store_stmt *st = store_prepare(t->db, "UPDATE notifications SET read = 1 WHERE user_id = $1 AND seq <= $2 "
-                                          "AND read = 0");
+    /* Everything at or before a cursor was final when it was handed out. */
+    bool pg = store_backend_of(t->db) == STORE_PG;
+    store_stmt *st = store_prepare(t->db, pg ? "UPDATE notifications SET read = 1 WHERE user_id = $1 AND "
+                                               "(xid, seq) <= (CAST($3 AS xid8), $2) AND read = 0"
+                                             : "UPDATE notifications SET read = 1 WHERE user_id = $1 AND "
+                                               "seq <= $2 AND read = 0");
     store_bind_int64(st, 1, r->user_id);
-    store_bind_int64(st, 2, upto);
+    store_bind_int64(st, 2, upto.seq);
+    if (pg) bind_xid(st, 3, upto.xid);
     int rc = store_step(st);
     int64_t changed = store_changes(st);
     store_reset(st);

@@ -6,10 +6,11 @@ claim), the late policy, email/webhook hand-off to the channels, and the
 admin dead-letter view. The DST case is in tests/unit/test-notify.c."""
 import datetime
 import signal
+import subprocess
 import time
 import unittest
 
-from chime import Server, ServerTest, fresh_db, main
+from chime import BACKEND, Server, ServerTest, fresh_db, main
 from receivers import HttpReceiver
 from test_jobs import sql, wait_for
 
@@ -130,6 +131,41 @@ class TestFiring(ReminderTest):
         self.assertError(self.server.get("/v1/notifications"), 401)
         self.assertError(self.server.post("/v1/notifications/read", {"up_to": 5}, token=self.token), 400, "up_to")
         self.assertError(self.server.post("/v1/notifications/xyz/read", token=self.token), 404)
+
+
+class TestInboxCursor(ReminderTest):
+    @unittest.skipUnless(BACKEND == "pg", "SQLite has one writer: its commits come in seq order")
+    def test_cursor_never_passes_a_row_still_being_written(self):
+        # A slow delivering transaction (another node's, say) takes its seq
+        # first and commits last. A cursor handed out meanwhile must not
+        # lie past its row, or the client would never see it.
+        uid = int(sql(self.server.db, "SELECT id FROM users WHERE email_lower = '%s'"
+                      % self.user["email"].lower())[0][0])
+        row = ("INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, due_ms, "
+               "fired_ms, method, created_ms) VALUES (%d, '%%s', 1, 's', 0, 0, 0, 'push', 0);" % uid)
+        slow = subprocess.Popen(["psql", self.server.db, "-qAt", "-v", "ON_ERROR_STOP=1"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            slow.stdin.write("BEGIN;\n" + row % "slow" + "\n\\echo written\n")
+            slow.stdin.flush()
+            self.assertEqual(slow.stdout.readline().strip(), "written")
+            sql(self.server.db, row % "fast")
+            first = self.inbox()
+            slow.stdin.write("COMMIT;\n")
+            slow.stdin.close()
+            self.assertEqual(slow.wait(timeout=10), 0)
+        finally:
+            if slow.poll() is None:
+                slow.kill()
+                slow.wait()
+            slow.stdout.close()
+        rest = self.inbox(after=first["next"])
+        seen = [i["delivery_id"] for i in first["items"] + rest["items"]]
+        self.assertEqual(seen, ["slow", "fast"])  # both, once each, in commit-safe order
+        self.assertEqual(self.inbox(after=rest["next"])["items"], [])
+        r = self.server.post("/v1/notifications/read", {"up_to": rest["next"]}, token=self.token)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json["marked"], 2)
 
 
 class TestRecipients(ReminderTest):

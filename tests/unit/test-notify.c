@@ -2,11 +2,14 @@
  * time kept), overrides that move or cancel an instance, stable delivery
  * ids and shards; and, on SQLite and PostgreSQL, rows kept in step with
  * events through the trigger-written dirty marks (create, decline, own
- * reminders, delete). */
+ * reminders, delete); and an in-app row delivered by two transactions at
+ * once reaching the inbox once. */
 #include "testutil.h"
 #include "testdb.h"
 
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/base.h"
 #include "calendar/calendar.h"
@@ -208,6 +211,27 @@ static void test_rows_follow_the_event(void **state)
     cal_event_free(&e);
 }
 
+/* A one-off event of org's, starting at start_s (UTC seconds) for a
+ * minute, with a push reminder at its start; saved (and so marked). */
+static void one_off_push(store *s, int64_t org, const char *uid, int64_t start_s, cal_event *e)
+{
+    cal_calendar cal;
+    assert_int_equal(cal_primary(s, org, &cal), CAL_OK);
+    memset(e, 0, sizeof *e);
+    snprintf(e->status, sizeof e->status, "confirmed");
+    snprintf(e->time_zone, sizeof e->time_zone, "UTC");
+    civil_from_seconds(start_s, &e->start_local);
+    civil_from_seconds(start_s + 60, &e->end_local);
+    e->calendar_id = cal.id;
+    e->created_by = org;
+    e->ical_uid = strdup(uid);
+    e->nreminders = 1;
+    e->reminders[0] = (cal_reminder){.method = "push", .minutes_before = 0};
+    char err[160], field[64];
+    assert_int_equal(cal_event_resolve(e, tz, err, sizeof err, field, sizeof field), 0);
+    assert_int_equal(cal_event_save(s, e, true), CAL_OK);
+}
+
 static void test_unsynced_change_keeps_its_time(void **state)
 {
     /* A crash after the write and before the recompute: the drain must
@@ -215,29 +239,95 @@ static void test_unsynced_change_keeps_its_time(void **state)
      * due meanwhile still fires (late) instead of vanishing. */
     store *s = ((testdb *)*state)->s;
     int64_t org = add_user(s, "o@example.com");
-    cal_calendar cal;
-    assert_int_equal(cal_primary(s, org, &cal), CAL_OK);
     int64_t now = base_now_ms();
     cal_event e;
-    civil_time t;
-    civil_from_seconds(now / 1000 + 5, &t);
-    memset(&e, 0, sizeof e);
-    snprintf(e.status, sizeof e.status, "confirmed");
-    snprintf(e.time_zone, sizeof e.time_zone, "UTC");
-    e.start_local = t;
-    civil_from_seconds(now / 1000 + 65, &e.end_local);
-    e.calendar_id = cal.id;
-    e.created_by = org;
-    e.ical_uid = strdup("u2");
-    e.nreminders = 1;
-    e.reminders[0] = (cal_reminder){.method = "push", .minutes_before = 0};
-    char err[160], field[64];
-    assert_int_equal(cal_event_resolve(&e, tz, err, sizeof err, field, sizeof field), 0);
-    assert_int_equal(cal_event_save(s, &e, true), CAL_OK);
+    one_off_push(s, org, "u2", now / 1000 + 5, &e);
     /* Recompute "a minute later", long after the start. */
     assert_int_equal(notify_sync_event(s, tz, 1024, e.id, now + 60000), STORE_OK);
     assert_int_equal(count_for(s, "SELECT next_fire_ms FROM reminders WHERE event_id = $1", e.id),
-                     civil_to_seconds(&t) * 1000);
+                     (now / 1000 + 5) * 1000);
+    cal_event_free(&e);
+}
+
+/* A pending in-app outbox row of the reminder's, due at due_ms. */
+static void add_pending_inapp(store *s, const char *id, int64_t reminder, int64_t event, int64_t user, int64_t due_ms)
+{
+    store_stmt *st = store_prepare(s, "INSERT INTO deliveries (id, reminder_id, event_id, user_id, channel, summary, "
+                                      "occurrence_ms, due_ms, state, next_attempt_ms, created_ms, updated_ms) "
+                                      "VALUES ($1, $2, $3, $4, 'inapp', 'standup', $5, $5, 'pending', $5, $5, $5)");
+    store_bind_str(st, 1, id);
+    store_bind_int64(st, 2, reminder);
+    store_bind_int64(st, 3, event);
+    store_bind_int64(st, 4, user);
+    store_bind_int64(st, 5, due_ms);
+    assert_int_equal(store_step(st), STORE_DONE);
+    store_reset(st);
+}
+
+#define RACE_IDS "[\"d-live\", \"d-gone\"]"
+
+typedef struct racer {
+    const char *url;
+    int64_t now;
+    int rc;
+    char err[256];
+} racer;
+
+/* The second delivery of the same rows, on a connection of its own. */
+static void *race_deliver(void *arg)
+{
+    racer *r = arg;
+    store *s = store_open(r->url, r->err, sizeof r->err);
+    if (!s) {
+        r->rc = -100;
+        return NULL;
+    }
+    r->rc = store_begin(s);
+    if (r->rc == STORE_OK) r->rc = notify_deliver_inapp(s, RACE_IDS, r->now, NOTIFY_LATE_DELIVER, 60000);
+    if (r->rc == STORE_OK) r->rc = store_commit(s);
+    if (r->rc != STORE_OK) {
+        snprintf(r->err, sizeof r->err, "%s", store_errmsg(s));
+        store_rollback(s);
+    }
+    store_close(s);
+    return NULL;
+}
+
+/* Two transactions deliver the same in-app rows at once (a takeover
+ * racing a slow node): the user gets one inbox row, the row is done once
+ * (one attempt), and a row whose reminder is gone is cancelled with no
+ * inbox row. The first holds its transaction open while the second
+ * starts, so the second must wait for it and then find nothing pending. */
+static void test_inapp_delivered_once(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s;
+    int64_t org = add_user(s, "race@example.com");
+    int64_t now = base_now_ms();
+    cal_event e;
+    one_off_push(s, org, "u3", now / 1000 + 3600, &e);
+    sync_all(s);
+    int64_t reminder = count_for(s, "SELECT id FROM reminders WHERE event_id = $1", e.id);
+    add_pending_inapp(s, "d-live", reminder, e.id, org, now - 10);
+    add_pending_inapp(s, "d-gone", reminder + 1, e.id, org, now - 10);
+
+    assert_int_equal(store_begin(s), STORE_OK);
+    assert_int_equal(notify_deliver_inapp(s, RACE_IDS, now, NOTIFY_LATE_DELIVER, 60000), STORE_OK);
+    racer r = {.url = db->url, .now = now + 1};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, race_deliver, &r), 0);
+    struct timespec wait = {.tv_nsec = 300 * 1000000L};
+    nanosleep(&wait, NULL); /* the racer is blocked on our row locks (or SQLite's write lock) */
+    assert_int_equal(store_commit(s), STORE_OK);
+    pthread_join(t, NULL);
+    if (r.rc != STORE_OK) fail_msg("second delivery: %d %s", r.rc, r.err);
+
+    assert_int_equal(q(s, "SELECT count(*) FROM notifications WHERE delivery_id = 'd-live'"), 1);
+    assert_int_equal(q(s, "SELECT count(*) FROM notifications WHERE delivery_id = 'd-gone'"), 0);
+    assert_int_equal(q(s, "SELECT count(*) FROM deliveries WHERE id = 'd-live' AND state = 'done' "
+                          "AND attempts = 1"), 1);
+    assert_int_equal(q(s, "SELECT fired_ms FROM deliveries WHERE id = 'd-live'"), now);
+    assert_int_equal(q(s, "SELECT count(*) FROM deliveries WHERE id = 'd-gone' AND state = 'cancelled'"), 1);
     cal_event_free(&e);
 }
 
@@ -252,6 +342,7 @@ int main(void)
         cmocka_unit_test(test_ids_and_shards),
         TESTDB_TEST(test_rows_follow_the_event),
         TESTDB_TEST(test_unsynced_change_keeps_its_time),
+        TESTDB_TEST(test_inapp_delivered_once),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     tz_db_free(tz);

@@ -383,6 +383,34 @@ static void test_migrate_reshapes_outbox(void **state)
                               "('d1', 1, 2, 3, 'inapp', 'x', 1, 1, 'pending', 1, 1, 1)") < 0);
 }
 
+/* Migrations 7 and 8 (PostgreSQL): the inbox loses its unique index on
+ * delivery_id and gains the writing transaction's id. Rows already there
+ * get xid 0, so cursors handed out before still read on after them; new
+ * rows get their transaction's id. */
+static void test_migrate_inbox_commit_order(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s;
+    assert_int_equal(store_migrate(s), STORE_OK);
+    EXEC_OK(s, "ALTER TABLE notifications DROP COLUMN xid");
+    EXEC_OK(s, "CREATE INDEX notifications_user ON notifications(user_id, seq)");
+    EXEC_OK(s, "ALTER TABLE notifications ADD CONSTRAINT notifications_delivery_id_key UNIQUE (delivery_id)");
+    EXEC_OK(s, "INSERT INTO users (id, email, email_lower, name, password_hash, created_ms) "
+               "VALUES (7, 'a@x', 'a@x', 'a', 'h', 0)");
+    EXEC_OK(s, "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, due_ms, "
+               "fired_ms, method, created_ms) VALUES (7, 'old', 1, 's', 0, 0, 0, 'push', 0)");
+    EXEC_OK(s, "DELETE FROM schema_migrations WHERE version IN (7, 8)");
+    assert_int_equal(store_migrate(s), STORE_OK);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM notifications WHERE delivery_id = 'old' AND xid = '0'"), 1);
+    EXEC_OK(s, "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, due_ms, "
+               "fired_ms, method, created_ms) VALUES (7, 'new', 1, 's', 0, 0, 0, 'push', 0)");
+    assert_int_equal(query_int(s, "SELECT count(*) FROM notifications WHERE delivery_id = 'new' AND xid > '0'"), 1);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM pg_indexes WHERE indexname = 'notifications_user' "
+                                  "AND indexdef LIKE '%(user_id, xid, seq)%'"), 1);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM pg_constraint WHERE conname = "
+                                  "'notifications_delivery_id_key'"), 0);
+}
+
 /* store_sync_log: SQLite writes its WAL back without a lock, whatever
  * another connection is doing, and without a WAL there is nothing to do;
  * PostgreSQL has nothing to do. The committed rows are all still there. */
@@ -473,6 +501,7 @@ int main(void)
         TESTDB_TEST_RAW(test_migrate_refuses_newer),
         TESTDB_TEST_RAW(test_migrate_fills_gap),
         TESTDB_TEST_RAW(test_migrate_reshapes_outbox),
+        TESTDB_TEST_PG_RAW(test_migrate_inbox_commit_order),
         TESTDB_TEST_PG_RAW(test_pg_reconnect),
         TESTDB_TEST_RAW(test_guard),
         TESTDB_TEST_RAW(test_sync_log),
