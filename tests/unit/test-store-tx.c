@@ -383,6 +383,25 @@ static void test_migrate_reshapes_outbox(void **state)
                               "('d1', 1, 2, 3, 'inapp', 'x', 1, 1, 'pending', 1, 1, 1)") < 0);
 }
 
+/* Migration 9: the due index leaves out reminders whose series ended
+ * (next_fire_ms NULL), and keeps the rows still to fire, in order. */
+static void test_migrate_partial_due_index(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s;
+    bool pg = db->backend == STORE_PG;
+    assert_int_equal(store_migrate(s), STORE_OK);
+    EXEC_OK(s, "DROP INDEX reminders_due");
+    EXEC_OK(s, "CREATE INDEX reminders_due ON reminders(shard, next_fire_ms)");
+    EXEC_OK(s, "DELETE FROM schema_migrations WHERE version = 9");
+    assert_int_equal(store_migrate(s), STORE_OK);
+    assert_int_equal(query_int(s, pg ? "SELECT count(*) FROM pg_indexes WHERE indexname = 'reminders_due' "
+                                       "AND indexdef LIKE '%(shard, next_fire_ms) WHERE (next_fire_ms IS NOT NULL)'"
+                                     : "SELECT count(*) FROM sqlite_master WHERE name = 'reminders_due' "
+                                       "AND sql LIKE '%(shard, next_fire_ms) WHERE next_fire_ms IS NOT NULL'"),
+                     1);
+}
+
 /* Migrations 7 and 8 (PostgreSQL): the inbox loses its unique index on
  * delivery_id and gains the writing transaction's id. Rows already there
  * get xid 0, so cursors handed out before still read on after them; new
@@ -502,6 +521,7 @@ int main(void)
         TESTDB_TEST_RAW(test_migrate_fills_gap),
         TESTDB_TEST_RAW(test_migrate_reshapes_outbox),
         TESTDB_TEST_PG_RAW(test_migrate_inbox_commit_order),
+        TESTDB_TEST_RAW(test_migrate_partial_due_index),
         TESTDB_TEST_PG_RAW(test_pg_reconnect),
         TESTDB_TEST_RAW(test_guard),
         TESTDB_TEST_RAW(test_sync_log),
