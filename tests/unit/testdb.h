@@ -218,8 +218,10 @@ static inline int testdb_teardown(void **state)
 /* The same on empty databases. */
 #define TESTDB_TEST_RAW(f) \
     TESTDB_CASE_(f, "sqlite", TESTDB_SQLITE_RAW), TESTDB_CASE_(f, "pg", TESTDB_PG_RAW)
-/* One backend only, for behaviour the other does not have (empty database). */
+/* One backend only, for behaviour the other does not have (empty database;
+ * TESTDB_TEST_PG: migrated). */
 #define TESTDB_TEST_SQLITE_RAW(f) TESTDB_CASE_(f, "sqlite", TESTDB_SQLITE_RAW)
 #define TESTDB_TEST_PG_RAW(f) TESTDB_CASE_(f, "pg", TESTDB_PG_RAW)
+#define TESTDB_TEST_PG(f) TESTDB_CASE_(f, "pg", TESTDB_PG_MIGRATED)
 
 #endif
