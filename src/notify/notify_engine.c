@@ -1670,6 +1670,12 @@ static void send_job_free(send_job *j)
  * NOTIFY_SEND_HOLD_MS from now), at the send or by extend_holds, which
  * looks every NOTIFY_EXTEND_TICK_MS. */
 #define NOTIFY_EXTEND_MARGIN_MS 1500
+/* An item still waiting in the heap near its hold (the node is behind)
+ * gets this much more: long enough that a node far behind extends each
+ * row about once, short enough that after a crash its rows are taken
+ * over soon. At most NOTIFY_BEHIND_BATCH a look. */
+#define NOTIFY_BEHIND_HOLD_MS 10000
+#define NOTIFY_BEHIND_BATCH 5000
 #define NOTIFY_EXTEND_TICK_MS 250
 
 static int item_cmp_id(const void *a, const void *b)
@@ -2017,39 +2023,77 @@ static void apply_results(notify_engine *e, store *db, result *res)
     }
 }
 
-/* Pushes back the holds of sends still out whose hold nears its end (a
- * slow receiver), so no node's outbox poll takes the row meanwhile. */
-static void extend_holds(notify_engine *e, store *db, int64_t now)
+/* Under e->mu: items still waiting in the heap below index i whose hold
+ * ends within the margin get it pushed to held_to (in memory), and are
+ * added to out (at most NOTIFY_BEHIND_BATCH of them). Every item's hold
+ * is at least its due time plus NOTIFY_HOLD_MS (claims and polls set it
+ * so), so only items due before now + margin - NOTIFY_HOLD_MS can be
+ * among them, and the heap's order cuts the walk there. */
+static void heap_holds_near(item_buf *h, size_t i, int64_t now, int64_t held_to, item_buf *out)
 {
-    size_t n = 0;
-    item *its = NULL;
-    int64_t held_to = now + NOTIFY_SEND_HOLD_MS;
-    pthread_mutex_lock(&e->mu);
+    if (i >= h->n || out->n >= NOTIFY_BEHIND_BATCH ||
+        h->v[i].due_ms >= now + NOTIFY_EXTEND_MARGIN_MS - NOTIFY_HOLD_MS)
+        return;
+    if (h->v[i].hold_ms < now + NOTIFY_EXTEND_MARGIN_MS) {
+        if (!buf_add(out, &h->v[i])) return;
+        h->v[i].hold_ms = held_to;
+    }
+    heap_holds_near(h, 2 * i + 1, now, held_to, out);
+    heap_holds_near(h, 2 * i + 2, now, held_to, out);
+}
+
+/* Under e->mu: may the heap hold items whose hold nears its end? (Its
+ * first item is the one due first.) */
+static bool heap_behind(const notify_engine *e, int64_t now)
+{
+    return e->heap.n > 0 && e->heap.v[0].due_ms < now + NOTIFY_EXTEND_MARGIN_MS - NOTIFY_HOLD_MS;
+}
+
+/* Under e->mu: the sends still out whose hold nears its end (a slow
+ * receiver) get it pushed to held_to, and are added to out. */
+static void flight_holds_near(notify_engine *e, int64_t now, int64_t held_to, item_buf *out)
+{
     for (size_t i = 0; i <= e->flights_mask; i++) {
         flight *f = &e->flights[i];
         if (!f->id[0] || f->hold_ms >= now + NOTIFY_EXTEND_MARGIN_MS) continue;
-        if (!its && !(its = malloc((e->flights_mask + 1) * sizeof *its))) break;
-        snprintf(its[n++].id, sizeof its->id, "%s", f->id);
+        item it = {.hold_ms = held_to};
+        snprintf(it.id, sizeof it.id, "%s", f->id);
+        if (!buf_add(out, &it)) return;
         f->hold_ms = held_to;
     }
+}
+
+/* Pushes back the holds that near their end of this node's rows, so no
+ * node's outbox poll takes them meanwhile: sends still out (a slow
+ * receiver), and items still waiting in the heap (this node is behind:
+ * taken over, each would be delivered again by a poll -- more work for a
+ * node already behind, and on another node a second send). */
+static void extend_holds(notify_engine *e, store *db, int64_t now)
+{
+    item_buf sends = {0}, waiting = {0};
+    int64_t send_to = now + NOTIFY_SEND_HOLD_MS, wait_to = now + NOTIFY_BEHIND_HOLD_MS;
+    pthread_mutex_lock(&e->mu);
+    flight_holds_near(e, now, send_to, &sends);
+    heap_holds_near(&e->heap, 0, now, wait_to, &waiting);
     pthread_mutex_unlock(&e->mu);
-    if (n == 0) {
-        free(its);
-        return;
+    if (sends.n + waiting.n > 0) {
+        bool pg = store_backend_of(db) == STORE_PG;
+        const char *sql = pg ? ASYNC_HOLD(BATCH_PG) : ASYNC_HOLD(BATCH_SQLITE);
+        write_lock(e);
+        int rc = store_begin(db);
+        if (rc == STORE_OK) rc = items_exec(db, sql, sends.v, sends.n, send_to, NULL);
+        if (rc == STORE_OK) rc = items_exec(db, sql, waiting.v, waiting.n, wait_to, NULL);
+        if (rc == STORE_OK) rc = store_commit(db);
+        if (rc != STORE_OK) {
+            /* Another node may then take some over after their hold: sent
+             * twice, under one delivery id (at least once). */
+            log_warn("reminders: cannot extend the holds of %zu rows: %s", sends.n + waiting.n, store_errmsg(db));
+            store_rollback(db);
+        }
+        write_unlock(e);
     }
-    bool pg = store_backend_of(db) == STORE_PG;
-    write_lock(e);
-    int rc = store_begin(db);
-    if (rc == STORE_OK) rc = items_exec(db, pg ? ASYNC_HOLD(BATCH_PG) : ASYNC_HOLD(BATCH_SQLITE), its, n, held_to, NULL);
-    if (rc == STORE_OK) rc = store_commit(db);
-    if (rc != STORE_OK) {
-        /* Another node may then take some over after their hold: sent
-         * twice, under one delivery id (at least once). */
-        log_warn("reminders: cannot extend the holds of %zu sends: %s", n, store_errmsg(db));
-        store_rollback(db);
-    }
-    write_unlock(e);
-    free(its);
+    free(sends.v);
+    free(waiting.v);
 }
 
 /* Under e->mu: the answers, when it is time to record them. */
@@ -2149,7 +2193,7 @@ static void *worker_main(void *p)
     pthread_mutex_lock(&e->mu);
     while (!e->stopping) {
         int64_t now = base_now_ms();
-        if (e->nflights > 0 && now >= e->next_extend_ms) {
+        if ((e->nflights > 0 || heap_behind(e, now)) && now >= e->next_extend_ms) {
             e->next_extend_ms = now + NOTIFY_EXTEND_TICK_MS;
             pthread_mutex_unlock(&e->mu);
             extend_holds(e, db, now);
@@ -2170,7 +2214,7 @@ static void *worker_main(void *p)
             int64_t wake = e->heap.n > 0 && !full ? e->heap.v[0].due_ms : now + 1000;
             if (e->results && e->results_since + NOTIFY_RESULT_WAIT_MS < wake)
                 wake = e->results_since + NOTIFY_RESULT_WAIT_MS;
-            if (e->nflights > 0 && e->next_extend_ms < wake) wake = e->next_extend_ms;
+            if ((e->nflights > 0 || heap_behind(e, now)) && e->next_extend_ms < wake) wake = e->next_extend_ms;
             struct timespec ts = {.tv_sec = wake / 1000, .tv_nsec = (wake % 1000) * 1000000};
             pthread_cond_timedwait(&e->cv, &e->mu, &ts);
             continue;

@@ -1,7 +1,9 @@
 """Reminders delivered end to end through the real channels: email to a real
 SMTP receiver, a signed webhook to a real HTTP receiver (both on loopback,
 started here), and a receiver that fails three times before it succeeds,
-which must see one logical delivery (one delivery id) and nothing more."""
+which must see one logical delivery (one delivery id) and nothing more;
+sends held back by a full channel and by a slow receiver keep their rows
+(no second node sends them again)."""
 import base64
 import hashlib
 import hmac
@@ -254,6 +256,56 @@ class TestSlowSendKeepsItsRow(ServerTest):
         self.assertEqual([d["attempts"] for d in done], [1])
         time.sleep(1)
         self.assertEqual(len(got()), 1, got())
+
+
+class TestBacklogKeepsItsRows(ServerTest):
+    # One send at a time to a receiver taking 0.7 s, and eight webhooks due
+    # in the same second: the last ones wait in the timer well past the
+    # claim's 3 s hold. The node must push their holds back while they
+    # wait, or an outbox poll -- here the second node's -- takes the rows
+    # over and sends them again. Each must arrive once, first time.
+    server_args = FAST + ["--send-max-in-flight", "1"]
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.other = Server(db=cls.server.db, args=FAST + ["--send-max-in-flight", "1"]).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            assert cls.other.stop() == 0, cls.other.log()[-3000:]
+        finally:
+            super().tearDownClass()
+
+    def test_waiting_rows_are_not_taken_over(self):
+        admin, admin_token = self.server.new_user()
+        user, token = self.server.new_user()
+        r = self.server.post("/v1/me/webhooks", {"url": "http://127.0.0.1:%d/slow/700" % HOOKS.port,
+                                                 "secret": "s3cret-hook-key"}, token=token)
+        self.assertEqual(r.status, 201, r)
+        start = soon()
+        for i in range(8):
+            r = self.server.post("/v1/events", {"summary": "b%d" % i, "start": {"date_time": iso(start)},
+                                                "end": {"date_time": iso(start + 60)},
+                                                "reminders": [{"method": "webhook", "minutes_before": 0}]},
+                                 token=token)
+            self.assertEqual(r.status, 201, r)
+
+        def done():
+            r = self.server.get("/v1/admin/deliveries?state=done", token=admin_token)
+            return [d for d in r.json["items"] if d["user_id"] == user["id"]]
+
+        def got():
+            return [r for r in HOOKS.requests if json.loads(r["body"] or "{}").get("user_id") == user["id"]]
+        self.assertEqual(len(wait_for(lambda: len(done()) == 8 and done(), timeout=30)), 8, done())
+        self.assertEqual({d["attempts"] for d in done()}, {1})
+        time.sleep(1)
+        ids = [r["headers"]["x-chime-delivery"] for r in got()]
+        self.assertEqual(len(ids), 8, ids)
+        self.assertEqual(len(set(ids)), 8, ids)
+        for s in (self.server, self.other):
+            self.assertNotIn("took over", s.log())
 
 
 if __name__ == "__main__":
