@@ -10,11 +10,13 @@
  * On PostgreSQL each thread has its own connection; on SQLite they share
  * one under write_mu, and a checkpointer thread keeps the WAL short.
  *
- * A claimed delivery row carries next_attempt_ms = due + NOTIFY_HOLD_MS:
+ * A claimed delivery row carries next_attempt_ms = due + NOTIFY_HOLD_MS
+ * (claimed late: now + NOTIFY_HOLD_MS):
  * if this node dies holding it, any node's outbox poll takes it over then.
  * Every state change of a delivery row is guarded by state = 'pending', so
  * a row delivered twice (a takeover racing a slow node) is recorded once,
- * and the inbox's unique delivery id keeps the user from seeing it twice. */
+ * and the inbox gets a row only with that change (on SQLite also under a
+ * unique delivery id), so the user never sees it twice. */
 #include "notify/notify.h"
 
 #include <errno.h>
@@ -590,6 +592,14 @@ static int claim_delivery_add(del_buf *b, const due_row *r, const char *channel,
 
 static const char *const claim_states[] = {"pending", "missed", "done"};
 
+/* A claimed row's hold: NOTIFY_HOLD_MS past its due time, or past now
+ * when it is claimed late (a node behind, a backlog): held from a time
+ * already past, it would be free for any poll to take over at once. */
+static int64_t claim_hold(int64_t due_ms, int64_t now)
+{
+    return (due_ms > now ? due_ms : now) + NOTIFY_HOLD_MS;
+}
+
 /* PostgreSQL: the rows as one list, one array each in CLAIM_DELIVERIES_PG'
  * column order. */
 static json_t *claim_deliveries_json(const del_buf *b, int64_t now)
@@ -602,7 +612,7 @@ static json_t *claim_deliveries_json(const del_buf *b, int64_t now)
                                 (json_int_t)r->user_id, d->channel, (json_int_t)d->endpoint, r->summary ? r->summary : "",
                                 (json_int_t)r->occurrence, (json_int_t)r->next_fire, (json_int_t)d->late,
                                 claim_states[d->fate], (json_int_t)(d->fate == FATE_DONE),
-                                (json_int_t)(r->next_fire + NOTIFY_HOLD_MS), json_opt(d->fate == FATE_DONE, now));
+                                (json_int_t)claim_hold(r->next_fire, now), json_opt(d->fate == FATE_DONE, now));
         if (json_array_append_new(list, row) != 0) {
             json_decref(list);
             return NULL;
@@ -627,7 +637,7 @@ static void claim_delivery_bind(store_stmt *st, const claim_del *d, int64_t now)
     store_bind_int64(st, 10, d->late);
     store_bind_str(st, 11, claim_states[d->fate]);
     store_bind_int64(st, 12, d->fate == FATE_DONE);
-    store_bind_int64(st, 13, r->next_fire + NOTIFY_HOLD_MS);
+    store_bind_int64(st, 13, claim_hold(r->next_fire, now));
     if (d->fate == FATE_DONE) store_bind_int64(st, 14, now);
     else store_bind_null(st, 14);
     store_bind_int64(st, 15, now);
@@ -663,6 +673,7 @@ static int claim_row_deliveries(notify_engine *e, del_buf *list, const due_row *
 typedef struct claim_out {
     item_buf *timer;
     json_t *done;
+    int64_t now; /* the claim's time (see claim_hold) */
 } claim_out;
 
 /* A delivery row the claim inserted. */
@@ -671,7 +682,7 @@ static int claim_took(claim_out *o, const char *id, const char *channel, int64_t
     if (strcmp(state, "done") == 0)
         return json_array_append_new(o->done, json_string(id)) == 0 ? STORE_OK : STORE_ERROR;
     if (strcmp(state, "pending") != 0) return STORE_OK;
-    item it = {.due_ms = due_ms, .hold_ms = due_ms + NOTIFY_HOLD_MS};
+    item it = {.due_ms = due_ms, .hold_ms = claim_hold(due_ms, o->now)};
     snprintf(it.id, sizeof it.id, "%s", id);
     it.channel = chan_of(channel);
     return buf_add(o->timer, &it) ? STORE_OK : STORE_ERROR;
@@ -719,7 +730,7 @@ static int claim_rows(notify_engine *e, store *db, const due_row *rows, int n, i
     bool *won = calloc((size_t)n, sizeof *won);
     i64_buf pairs = {0};
     del_buf dels = {0};
-    claim_out o = {.timer = out, .done = json_array()};
+    claim_out o = {.timer = out, .done = json_array(), .now = now};
     int rc = won && o.done ? STORE_OK : STORE_ERROR;
     if (rc == STORE_OK) rc = claim_advance(e, db, rows, n, won);
     if (rc == STORE_OK) rc = claim_endpoints(e, db, rows, n, won, &pairs);

@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import json
 import time
+import unittest
 from datetime import datetime, timezone
 
 from chime import Server, ServerTest, main
@@ -306,6 +307,50 @@ class TestBacklogKeepsItsRows(ServerTest):
         self.assertEqual(len(set(ids)), 8, ids)
         for s in (self.server, self.other):
             self.assertNotIn("took over", s.log())
+
+
+class TestLateClaimKeepsItsRows(unittest.TestCase):
+    # Eight webhooks fall due while the only node is down; it comes back 4 s
+    # later with a second node. Claimed late, their rows must be held from
+    # the claim, not from their due time (3 s past it is already gone), or
+    # any outbox poll takes them over at once and sends them again.
+    def test_rows_claimed_late_are_held_from_the_claim(self):
+        args = FAST + ["--send-max-in-flight", "1"]
+        a = Server(args=args).start()
+        b = None
+        try:
+            admin, admin_token = a.new_user()
+            user, token = a.new_user()
+            r = a.post("/v1/me/webhooks", {"url": "http://127.0.0.1:%d/slow/300" % HOOKS.port,
+                                           "secret": "s3cret-hook-key"}, token=token)
+            self.assertEqual(r.status, 201, r)
+            start = soon()
+            for i in range(8):
+                r = a.post("/v1/events", {"summary": "l%d" % i, "start": {"date_time": iso(start)},
+                                          "end": {"date_time": iso(start + 60)},
+                                          "reminders": [{"method": "webhook", "minutes_before": 0}]}, token=token)
+                self.assertEqual(r.status, 201, r)
+            self.assertEqual(a.stop(), 0)
+            time.sleep(max(0, start + 4 - time.time()))
+            a.start()
+            b = Server(db=a.db, args=args).start()
+
+            def done():
+                r = a.get("/v1/admin/deliveries?state=done", token=admin_token)
+                return [d for d in r.json["items"] if d["user_id"] == user["id"]]
+            self.assertEqual(len(wait_for(lambda: len(done()) == 8 and done(), timeout=30)), 8, done())
+            self.assertEqual({d["attempts"] for d in done()}, {1})
+            time.sleep(1)
+            ids = [r["headers"]["x-chime-delivery"] for r in HOOKS.requests
+                   if json.loads(r["body"] or "{}").get("user_id") == user["id"]]
+            self.assertEqual(sorted(ids), sorted(set(ids)), ids)
+            self.assertEqual(len(ids), 8, ids)
+            for s in (a, b):
+                self.assertNotIn("took over", s.log())
+        finally:
+            for s in (b, a):
+                if s is not None:
+                    self.assertEqual(s.stop(), 0)
 
 
 if __name__ == "__main__":
