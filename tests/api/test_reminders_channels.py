@@ -208,18 +208,33 @@ class TestSendBackpressure(ServerTest):
         self.assertEqual(sorted(b["summary"] for b in bodies), sorted("e%d" % i for i in range(24)))
 
 
-class TestSlowSendKeepsItsRow(ServerTest):
-    # A claim makes its row this node's until 3 s past due; a send still
-    # out then (a receiver taking 6 s) must push that back, or another
-    # node's outbox poll takes the row over and sends it again. Two nodes
-    # share the database; the receiver must get one request, and while it
-    # is out the row must be held well past the claim's 3 s.
-    server_args = FAST + ["--webhook-timeout", "15000"]
+def hooked_user(test, server, path):
+    """An admin's token, and a new user (and token) with a webhook to path
+    on the shared receiver."""
+    admin, admin_token = server.new_user()
+    user, token = server.new_user()
+    r = server.post("/v1/me/webhooks", {"url": "http://127.0.0.1:%d%s" % (HOOKS.port, path),
+                                        "secret": "s3cret-hook-key"}, token=token)
+    test.assertEqual(r.status, 201, r)
+    return admin_token, user, token
+
+
+def webhook_events(test, server, token, start, summaries):
+    """One event per summary at start, each with a webhook reminder at it."""
+    for summary in summaries:
+        r = server.post("/v1/events", {"summary": summary, "start": {"date_time": iso(start)},
+                                       "end": {"date_time": iso(start + 60)},
+                                       "reminders": [{"method": "webhook", "minutes_before": 0}]}, token=token)
+        test.assertEqual(r.status, 201, r)
+
+
+class TwoNodeTest(ServerTest):
+    """A second node (cls.other) on the same database, with the same args."""
 
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        cls.other = Server(db=cls.server.db, args=FAST + ["--webhook-timeout", "15000"]).start()
+        cls.other = Server(db=cls.server.db, args=cls.server_args).start()
 
     @classmethod
     def tearDownClass(cls):
@@ -228,18 +243,19 @@ class TestSlowSendKeepsItsRow(ServerTest):
         finally:
             super().tearDownClass()
 
+
+class TestSlowSendKeepsItsRow(TwoNodeTest):
+    # A claim makes its row this node's until 3 s past due; a send still
+    # out then (a receiver taking 6 s) must push that back, or another
+    # node's outbox poll takes the row over and sends it again. Two nodes
+    # share the database; the receiver must get one request, and while it
+    # is out the row must be held well past the claim's 3 s.
+    server_args = FAST + ["--webhook-timeout", "15000"]
+
     def test_slow_send_is_not_taken_over(self):
-        admin, admin_token = self.server.new_user()
-        user, token = self.server.new_user()
-        r = self.server.post("/v1/me/webhooks", {"url": "http://127.0.0.1:%d/slow/6000" % HOOKS.port,
-                                                 "secret": "s3cret-hook-key"}, token=token)
-        self.assertEqual(r.status, 201, r)
+        admin_token, user, token = hooked_user(self, self.server, "/slow/6000")
         start = soon()
-        r = self.server.post("/v1/events", {"summary": "slow-" + user["id"], "start": {"date_time": iso(start)},
-                                            "end": {"date_time": iso(start + 60)},
-                                            "reminders": [{"method": "webhook", "minutes_before": 0}]},
-                             token=token)
-        self.assertEqual(r.status, 201, r)
+        webhook_events(self, self.server, token, start, ["slow-" + user["id"]])
 
         def mine(state):
             r = self.server.get("/v1/admin/deliveries?state=" + state, token=admin_token)
@@ -259,7 +275,7 @@ class TestSlowSendKeepsItsRow(ServerTest):
         self.assertEqual(len(got()), 1, got())
 
 
-class TestBacklogKeepsItsRows(ServerTest):
+class TestBacklogKeepsItsRows(TwoNodeTest):
     # One send at a time to a receiver taking 0.7 s, and eight webhooks due
     # in the same second: the last ones wait in the timer well past the
     # claim's 3 s hold. The node must push their holds back while they
@@ -267,31 +283,9 @@ class TestBacklogKeepsItsRows(ServerTest):
     # over and sends them again. Each must arrive once, first time.
     server_args = FAST + ["--send-max-in-flight", "1"]
 
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.other = Server(db=cls.server.db, args=FAST + ["--send-max-in-flight", "1"]).start()
-
-    @classmethod
-    def tearDownClass(cls):
-        try:
-            assert cls.other.stop() == 0, cls.other.log()[-3000:]
-        finally:
-            super().tearDownClass()
-
     def test_waiting_rows_are_not_taken_over(self):
-        admin, admin_token = self.server.new_user()
-        user, token = self.server.new_user()
-        r = self.server.post("/v1/me/webhooks", {"url": "http://127.0.0.1:%d/slow/700" % HOOKS.port,
-                                                 "secret": "s3cret-hook-key"}, token=token)
-        self.assertEqual(r.status, 201, r)
-        start = soon()
-        for i in range(8):
-            r = self.server.post("/v1/events", {"summary": "b%d" % i, "start": {"date_time": iso(start)},
-                                                "end": {"date_time": iso(start + 60)},
-                                                "reminders": [{"method": "webhook", "minutes_before": 0}]},
-                                 token=token)
-            self.assertEqual(r.status, 201, r)
+        admin_token, user, token = hooked_user(self, self.server, "/slow/700")
+        webhook_events(self, self.server, token, soon(), ["b%d" % i for i in range(8)])
 
         def done():
             r = self.server.get("/v1/admin/deliveries?state=done", token=admin_token)
@@ -319,17 +313,9 @@ class TestLateClaimKeepsItsRows(unittest.TestCase):
         a = Server(args=args).start()
         b = None
         try:
-            admin, admin_token = a.new_user()
-            user, token = a.new_user()
-            r = a.post("/v1/me/webhooks", {"url": "http://127.0.0.1:%d/slow/300" % HOOKS.port,
-                                           "secret": "s3cret-hook-key"}, token=token)
-            self.assertEqual(r.status, 201, r)
+            admin_token, user, token = hooked_user(self, a, "/slow/300")
             start = soon()
-            for i in range(8):
-                r = a.post("/v1/events", {"summary": "l%d" % i, "start": {"date_time": iso(start)},
-                                          "end": {"date_time": iso(start + 60)},
-                                          "reminders": [{"method": "webhook", "minutes_before": 0}]}, token=token)
-                self.assertEqual(r.status, 201, r)
+            webhook_events(self, a, token, start, ["l%d" % i for i in range(8)])
             self.assertEqual(a.stop(), 0)
             time.sleep(max(0, start + 4 - time.time()))
             a.start()
