@@ -2034,9 +2034,13 @@ static void apply_results(notify_engine *e, store *db, result *res)
     }
 }
 
-/* Under e->mu: items still waiting in the heap below index i whose hold
- * ends within the margin get it pushed to held_to (in memory), and are
- * added to out (at most NOTIFY_BEHIND_BATCH of them). Every item's hold
+/* Under e->mu: webhook and email items still waiting in the heap below
+ * index i whose hold ends within the margin get it pushed to held_to (in
+ * memory), and are added to out (at most NOTIFY_BEHIND_BATCH of them).
+ * In-app items are left to lapse: a second delivery of one finds it done
+ * and writes nothing, so pushing its hold would cost as much as the
+ * takeover it saves -- and after a restart, under SQLite's one writer,
+ * those writes slowed the backlog's drain. Every item's hold
  * is at least its due time plus NOTIFY_HOLD_MS (claims and polls set it
  * so), so only items due before now + margin - NOTIFY_HOLD_MS can be
  * among them, and the heap's order cuts the walk there. */
@@ -2045,7 +2049,7 @@ static void heap_holds_near(item_buf *h, size_t i, int64_t now, int64_t held_to,
     if (i >= h->n || out->n >= NOTIFY_BEHIND_BATCH ||
         h->v[i].due_ms >= now + NOTIFY_EXTEND_MARGIN_MS - NOTIFY_HOLD_MS)
         return;
-    if (h->v[i].hold_ms < now + NOTIFY_EXTEND_MARGIN_MS) {
+    if (h->v[i].channel != NOTIFY_CHAN_INAPP && h->v[i].hold_ms < now + NOTIFY_EXTEND_MARGIN_MS) {
         if (!buf_add(out, &h->v[i])) return;
         h->v[i].hold_ms = held_to;
     }
