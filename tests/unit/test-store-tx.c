@@ -430,6 +430,35 @@ static void test_migrate_inbox_commit_order(void **state)
                                   "'notifications_delivery_id_key'"), 0);
 }
 
+/* Migration 10 (PostgreSQL): the outbox's key and the reminders' method
+ * compare bytewise (collation "C"), whatever the database's collation;
+ * rows already there keep their ids, and the key stays unique. */
+static void test_migrate_bytewise_keys(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s;
+    assert_int_equal(store_migrate(s), STORE_OK);
+    EXEC_OK(s, "ALTER TABLE deliveries ALTER COLUMN id TYPE TEXT COLLATE \"default\"");
+    EXEC_OK(s, "ALTER TABLE reminders ALTER COLUMN method TYPE TEXT COLLATE \"default\"");
+    EXEC_OK(s, "INSERT INTO deliveries (id, reminder_id, event_id, user_id, channel, summary, occurrence_ms, "
+               "due_ms, state, next_attempt_ms, created_ms, updated_ms) VALUES "
+               "('b1', 1, 2, 3, 'inapp', 'x', 1, 1, 'pending', 1, 1, 1), "
+               "('B2', 1, 2, 3, 'inapp', 'x', 1, 1, 'pending', 1, 1, 1)");
+    EXEC_OK(s, "DELETE FROM schema_migrations WHERE version = 10");
+    assert_int_equal(store_migrate(s), STORE_OK);
+    const char *coll = "SELECT count(*) FROM pg_attribute a JOIN pg_collation c ON c.oid = a.attcollation "
+                       "WHERE c.collname = 'C' AND ((a.attrelid = 'deliveries'::regclass AND a.attname = 'id') "
+                       "OR (a.attrelid = 'reminders'::regclass AND a.attname = 'method'))";
+    assert_int_equal(query_int(s, coll), 2);
+    /* bytewise: 'B' (0x42) sorts before 'b' (0x62) */
+    assert_int_equal(query_int(s, "SELECT count(*) FROM (SELECT id, row_number() OVER (ORDER BY id) AS n "
+                                  "FROM deliveries) o WHERE (id = 'B2' AND n = 1) OR (id = 'b1' AND n = 2)"),
+                     2);
+    assert_true(store_exec(s, "INSERT INTO deliveries (id, reminder_id, event_id, user_id, channel, summary, "
+                              "occurrence_ms, due_ms, state, next_attempt_ms, created_ms, updated_ms) VALUES "
+                              "('b1', 1, 2, 3, 'inapp', 'x', 1, 1, 'pending', 1, 1, 1)") < 0);
+}
+
 /* store_sync_log: SQLite writes its WAL back without a lock, whatever
  * another connection is doing, and without a WAL there is nothing to do;
  * PostgreSQL has nothing to do. The committed rows are all still there. */
@@ -521,6 +550,7 @@ int main(void)
         TESTDB_TEST_RAW(test_migrate_fills_gap),
         TESTDB_TEST_RAW(test_migrate_reshapes_outbox),
         TESTDB_TEST_PG_RAW(test_migrate_inbox_commit_order),
+        TESTDB_TEST_PG_RAW(test_migrate_bytewise_keys),
         TESTDB_TEST_RAW(test_migrate_partial_due_index),
         TESTDB_TEST_PG_RAW(test_pg_reconnect),
         TESTDB_TEST_RAW(test_guard),
