@@ -1677,14 +1677,17 @@ static void send_job_free(send_job *j)
     "late = CASE WHEN $3 - due_ms > $4 THEN 1 ELSE 0 END WHERE " BATCH
 /* What to send, for the batch's pending rows: user, event, summary and
  * occurrence for the payload, then target, secret, id; live = its reminder
- * and endpoint still exist. */
+ * and endpoint (webhook, or the user for email) still exist. One pass
+ * over the ids: a UNION of a webhook and an email part looked every id
+ * up twice. */
 #define ASYNC_READ(BATCH_D)                                                                                \
-    "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, w.url, w.secret, d.id, "                   \
-    "CASE WHEN w.id IS NOT NULL AND " ASYNC_LIVE " THEN 1 ELSE 0 END FROM deliveries d "                   \
-    "LEFT JOIN webhooks w ON w.id = d.endpoint_id WHERE d.channel = 'webhook' AND " BATCH_D " UNION ALL "   \
-    "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, u.email, '', d.id, "                        \
-    "CASE WHEN u.id IS NOT NULL AND " ASYNC_LIVE " THEN 1 ELSE 0 END FROM deliveries d "                   \
-    "LEFT JOIN users u ON u.id = d.user_id WHERE d.channel = 'email' AND " BATCH_D
+    "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, "                                           \
+    "CASE WHEN d.channel = 'webhook' THEN w.url ELSE u.email END, "                                        \
+    "CASE WHEN d.channel = 'webhook' THEN w.secret ELSE '' END, d.id, "                                    \
+    "CASE WHEN COALESCE(w.id, u.id) IS NOT NULL AND " ASYNC_LIVE " THEN 1 ELSE 0 END FROM deliveries d "   \
+    "LEFT JOIN webhooks w ON d.channel = 'webhook' AND w.id = d.endpoint_id "                             \
+    "LEFT JOIN users u ON d.channel = 'email' AND u.id = d.user_id "                                      \
+    "WHERE d.channel IN ('webhook', 'email') AND " BATCH_D
 #define ASYNC_LIVE "EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id)"
 /* A send whose hold ends sooner than this gets it pushed back (to
  * NOTIFY_SEND_HOLD_MS from now), at the send or by extend_holds, which
@@ -2224,16 +2227,23 @@ static void *worker_main(void *p)
             pthread_mutex_lock(&e->mu);
             continue;
         }
-        int64_t linger = e->results ? 0 : linger_until(e, now);
-        if (linger) {
+        /* Answers waiting do not cut a linger short: woken for the first
+         * of them, workers took whatever was due, and webhook batches
+         * (each a read, and a statement per send time when recorded)
+         * were nine rows. While the due items linger, answers that are
+         * ready are recorded alone. */
+        int64_t linger = linger_until(e, now);
+        result *res = take_results(e, now);
+        if (linger && !res) {
+            if (e->results && e->results_since + NOTIFY_RESULT_WAIT_MS < linger)
+                linger = e->results_since + NOTIFY_RESULT_WAIT_MS;
             struct timespec ts = {.tv_sec = linger / 1000, .tv_nsec = (linger % 1000) * 1000000};
             pthread_cond_timedwait(&e->cv, &e->mu, &ts);
             continue;
         }
-        result *res = take_results(e, now);
-        int async;
-        bool full;
-        size_t n = take_due(e, batch, now, &async, &full);
+        int async = 0;
+        bool full = false;
+        size_t n = linger ? 0 : take_due(e, batch, now, &async, &full);
         if (!res && n == 0) {
             int64_t wake = e->heap.n > 0 && !full ? e->heap.v[0].due_ms : now + 1000;
             if (e->results && e->results_since + NOTIFY_RESULT_WAIT_MS < wake)
