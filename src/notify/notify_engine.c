@@ -2069,11 +2069,12 @@ static void heap_holds_near(item_buf *h, size_t i, int64_t now, int64_t held_to,
     heap_holds_near(h, 2 * i + 2, now, held_to, out);
 }
 
-/* Under e->mu: may the heap hold items whose hold nears its end? (Its
- * first item is the one due first.) */
-static bool heap_behind(const notify_engine *e, int64_t now)
+/* Under e->mu: may extend_holds have work -- sends out, or heap items
+ * whose hold nears its end? (The heap's first item is the one due first.) */
+static bool holds_to_watch(const notify_engine *e, int64_t now)
 {
-    return e->heap.n > 0 && e->heap.v[0].due_ms < now + NOTIFY_EXTEND_MARGIN_MS - NOTIFY_HOLD_MS;
+    return e->nflights > 0 ||
+           (e->heap.n > 0 && e->heap.v[0].due_ms < now + NOTIFY_EXTEND_MARGIN_MS - NOTIFY_HOLD_MS);
 }
 
 /* Under e->mu: the sends still out whose hold nears its end (a slow
@@ -2220,7 +2221,7 @@ static void *worker_main(void *p)
     pthread_mutex_lock(&e->mu);
     while (!e->stopping) {
         int64_t now = base_now_ms();
-        if ((e->nflights > 0 || heap_behind(e, now)) && now >= e->next_extend_ms) {
+        if (holds_to_watch(e, now) && now >= e->next_extend_ms) {
             e->next_extend_ms = now + NOTIFY_EXTEND_TICK_MS;
             pthread_mutex_unlock(&e->mu);
             extend_holds(e, db, now);
@@ -2234,21 +2235,14 @@ static void *worker_main(void *p)
          * ready are recorded alone. */
         int64_t linger = linger_until(e, now);
         result *res = take_results(e, now);
-        if (linger && !res) {
-            if (e->results && e->results_since + NOTIFY_RESULT_WAIT_MS < linger)
-                linger = e->results_since + NOTIFY_RESULT_WAIT_MS;
-            struct timespec ts = {.tv_sec = linger / 1000, .tv_nsec = (linger % 1000) * 1000000};
-            pthread_cond_timedwait(&e->cv, &e->mu, &ts);
-            continue;
-        }
         int async = 0;
         bool full = false;
         size_t n = linger ? 0 : take_due(e, batch, now, &async, &full);
         if (!res && n == 0) {
-            int64_t wake = e->heap.n > 0 && !full ? e->heap.v[0].due_ms : now + 1000;
+            int64_t wake = linger ? linger : e->heap.n > 0 && !full ? e->heap.v[0].due_ms : now + 1000;
             if (e->results && e->results_since + NOTIFY_RESULT_WAIT_MS < wake)
                 wake = e->results_since + NOTIFY_RESULT_WAIT_MS;
-            if ((e->nflights > 0 || heap_behind(e, now)) && e->next_extend_ms < wake) wake = e->next_extend_ms;
+            if (holds_to_watch(e, now) && e->next_extend_ms < wake) wake = e->next_extend_ms;
             struct timespec ts = {.tv_sec = wake / 1000, .tv_nsec = (wake % 1000) * 1000000};
             pthread_cond_timedwait(&e->cv, &e->mu, &ts);
             continue;

@@ -228,6 +228,17 @@ def webhook_events(test, server, token, start, summaries):
         test.assertEqual(r.status, 201, r)
 
 
+def user_deliveries(server, admin_token, user, state):
+    """The user's outbox rows in one state, from the admin view."""
+    r = server.get("/v1/admin/deliveries?state=" + state, token=admin_token)
+    return [d for d in r.json["items"] if d["user_id"] == user["id"]]
+
+
+def user_hooks(user):
+    """The requests the shared receiver got for the user."""
+    return [r for r in HOOKS.requests if json.loads(r["body"] or "{}").get("user_id") == user["id"]]
+
+
 class TwoNodeTest(ServerTest):
     """A second node (cls.other) on the same database, with the same args."""
 
@@ -258,11 +269,7 @@ class TestSlowSendKeepsItsRow(TwoNodeTest):
         webhook_events(self, self.server, token, start, ["slow-" + user["id"]])
 
         def mine(state):
-            r = self.server.get("/v1/admin/deliveries?state=" + state, token=admin_token)
-            return [d for d in r.json["items"] if d["user_id"] == user["id"]]
-
-        def got():
-            return [r for r in HOOKS.requests if json.loads(r["body"] or "{}").get("user_id") == user["id"]]
+            return user_deliveries(self.server, admin_token, user, state)
         time.sleep(max(0, start + 4.5 - time.time()))
         pending = mine("pending")
         self.assertEqual(len(pending), 1, (pending, mine("done")))
@@ -272,7 +279,7 @@ class TestSlowSendKeepsItsRow(TwoNodeTest):
         done = wait_for(lambda: mine("done"), timeout=20)
         self.assertEqual([d["attempts"] for d in done], [1])
         time.sleep(1)
-        self.assertEqual(len(got()), 1, got())
+        self.assertEqual(len(user_hooks(user)), 1, user_hooks(user))
 
 
 class TestBacklogKeepsItsRows(TwoNodeTest):
@@ -288,15 +295,11 @@ class TestBacklogKeepsItsRows(TwoNodeTest):
         webhook_events(self, self.server, token, soon(), ["b%d" % i for i in range(8)])
 
         def done():
-            r = self.server.get("/v1/admin/deliveries?state=done", token=admin_token)
-            return [d for d in r.json["items"] if d["user_id"] == user["id"]]
-
-        def got():
-            return [r for r in HOOKS.requests if json.loads(r["body"] or "{}").get("user_id") == user["id"]]
+            return user_deliveries(self.server, admin_token, user, "done")
         self.assertEqual(len(wait_for(lambda: len(done()) == 8 and done(), timeout=30)), 8, done())
         self.assertEqual({d["attempts"] for d in done()}, {1})
         time.sleep(1)
-        ids = [r["headers"]["x-chime-delivery"] for r in got()]
+        ids = [r["headers"]["x-chime-delivery"] for r in user_hooks(user)]
         self.assertEqual(len(ids), 8, ids)
         self.assertEqual(len(set(ids)), 8, ids)
         for s in (self.server, self.other):
@@ -322,13 +325,11 @@ class TestLateClaimKeepsItsRows(unittest.TestCase):
             b = Server(db=a.db, args=args).start()
 
             def done():
-                r = a.get("/v1/admin/deliveries?state=done", token=admin_token)
-                return [d for d in r.json["items"] if d["user_id"] == user["id"]]
+                return user_deliveries(a, admin_token, user, "done")
             self.assertEqual(len(wait_for(lambda: len(done()) == 8 and done(), timeout=30)), 8, done())
             self.assertEqual({d["attempts"] for d in done()}, {1})
             time.sleep(1)
-            ids = [r["headers"]["x-chime-delivery"] for r in HOOKS.requests
-                   if json.loads(r["body"] or "{}").get("user_id") == user["id"]]
+            ids = [r["headers"]["x-chime-delivery"] for r in user_hooks(user)]
             self.assertEqual(sorted(ids), sorted(set(ids)), ids)
             self.assertEqual(len(ids), 8, ids)
             for s in (a, b):
