@@ -28,6 +28,9 @@ FUZZ_SRC := $(sort $(wildcard fuzz/fuzz-*.c))
 FUZZ_BIN := $(FUZZ_SRC:fuzz/%.c=build/fuzz/%)
 
 .PHONY: all run test test-build deps deps-test fuzz clean bench
+# Keep the fuzzers' objects: make would delete them as intermediates and
+# rebuild every one at the next `make test`.
+.SECONDARY:
 all: build/chime
 
 deps:

@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rfc3339_parse((const char *)data, size, &t);
     rfc3339_parse_date((const char *)data, size, &d);
     http_err err;
-    json_t *body = json_decode_object((const char *)data, size, &err);
+    json_t *body = http_json_decode((const char *)data, size, &err);
     if (body) {
         exercise(zones, body);
         json_decref(body);

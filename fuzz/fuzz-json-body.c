@@ -16,16 +16,16 @@ static void check_fields(const json_t *obj)
     const char *s;
     int64_t i;
     bool present;
-    json_only_fields(obj, fields, &e);
-    if (json_field_str(obj, "email", true, 254, &s, &e) == 0 && s) users_email_valid(s);
-    json_field_str(obj, "name", false, 200, &s, &e);
-    json_field_int(obj, "count", false, -5, 5000, &i, &present, &e);
+    http_json_only(obj, fields, &e);
+    if (http_json_str(obj, "email", true, 254, &s, &e) == 0 && s) users_email_valid(s);
+    http_json_str(obj, "name", false, 200, &s, &e);
+    http_json_int(obj, "count", false, -5, 5000, &i, &present, &e);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     http_err e;
-    json_t *obj = json_decode_object((const char *)data, size, &e);
+    json_t *obj = http_json_decode((const char *)data, size, &e);
     if (obj) {
         check_fields(obj);
         json_decref(obj);

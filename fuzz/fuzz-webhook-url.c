@@ -10,8 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "notify/channels.h"
-#include "notify/channels_int.h"
+#include "deliver/channels.h"
+#include "deliver/channels_int.h"
 
 /* curl writes IPv4 numbers in their dotted form ("127" -> "0.0.0.127",
  * "0x7f.1" -> "127.0.0.1") and may respell IPv6; the address is the same. */

@@ -1,61 +1,65 @@
-/* app.c -- wires the domains' routes into the server and gives each loop
- * thread its own database connection. */
+/* app.c -- wiring only: makes each domain's context from the settings,
+ * connects the domains' hooks (the calendar's writes to the reminders'
+ * recompute), adds their routes and jobs, and gives each event loop its
+ * own database connection. */
 #include "app.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-
 #include <string.h>
 #include <unistd.h>
 
 #include "base/base.h"
-#include "calendar/calendar_http.h"
-#include "jobs/jobs_http.h"
-#include "notify/notify_http.h"
-#include "notify/webhooks_http.h"
-#include "users/users_http.h"
+#include "deliver/channels.h"
+#include "jobs/builtin.h"
+#include "users/users.h"
 
-static void *app_thread_init(void *p, int index)
+/* Each loop opens its connection on its own thread, before it accepts. */
+static void loop_db_open(void *arg, int loop)
 {
-    app *a = p;
-    app_thread *t = calloc(1, sizeof *t);
+    app *a = arg;
     char err[256];
-    if (!t) abort();
-    t->app = a;
-    t->index = index;
-    t->db = store_open(a->cfg.db, err, sizeof err);
-    if (!t->db) {
+    if (store_pool_open(a->dbs, loop, err, sizeof err) != 0) {
         /* The main thread opened the same database a moment ago, so this
          * is exceptional; a loop without a database cannot serve. */
-        log_error("loop %d: cannot open the database: %s", index, err);
+        log_error("loop %d: cannot open the database: %s", loop, err);
         exit(1);
     }
-    return t;
 }
 
-static void app_thread_fini(void *p)
+static void loop_db_close(void *arg, int loop)
 {
-    app_thread *t = p;
-    store_close(t->db);
-    free(t);
+    app *a = arg;
+    store_pool_close(a->dbs, loop);
 }
 
-static void handle_healthz(http_req *r)
+static void handle_healthz(http_req *r, void *arg)
 {
-    app_thread *t = r->thread;
+    app *a = arg;
+    store *db = store_pool_at(a->dbs, r->loop);
     int64_t one;
-    if (store_query_int64(t->db, "SELECT 1", &one) != STORE_ROW) {
-        http_send_error(r, 503, "unavailable", NULL, "database: %s", store_errmsg(t->db));
+    if (store_query_int64(db, "SELECT 1", &one) != STORE_ROW) {
+        http_send_error(r, 503, "unavailable", NULL, "database: %s", store_errmsg(db));
         return;
     }
     http_send_json(r, 200, json_pack("{s:s}", "status", "ok"));
 }
 
-static double gauge_users(void *state)
+static double gauge_users(void *arg, int loop)
 {
-    app_thread *t = state;
+    app *a = arg;
     int64_t n = 0;
-    return users_count(t->db, &n) == USERS_OK ? (double)n : -1;
+    return users_count(store_pool_at(a->dbs, loop), &n) == USERS_OK ? (double)n : -1;
+}
+
+static int users_start(app *a)
+{
+    users_http_opts o = {.dbs = a->dbs, .session_ttl_s = a->cfg.session_ttl, .signin_limit = a->cfg.signin_limit,
+                         .signin_ip_limit = a->cfg.signin_ip_limit, .signin_window_s = a->cfg.signin_window,
+                         .password_ops = a->cfg.password_ops, .password_mem_kib = a->cfg.password_mem,
+                         .admin_email = a->cfg.admin_email};
+    a->users = users_http_new(&o);
+    return a->users ? 0 : -1;
 }
 
 http_server *app_http_new(app *a)
@@ -66,21 +70,39 @@ http_server *app_http_new(app *a)
         .workers = (int)a->cfg.workers,
         .max_body = (size_t)a->cfg.max_body,
         .access_log = a->cfg.access_log,
-        .app = a,
-        .thread_init = app_thread_init,
-        .thread_fini = app_thread_fini,
-        .authenticate = users_http_authenticate,
     };
     http_server *s = http_server_new(&opts);
-    if (!s) return NULL;
-    http_route(s, HTTP_GET, "/healthz", handle_healthz, 0);
-    http_gauge(s, "chime_users_registered", "Registered user accounts.", gauge_users);
-    users_http_register(s);
-    calendar_http_register(s);
-    jobs_http_register(s);
-    notify_http_register(s);
-    webhooks_http_register(s);
+    if (!s || !(a->dbs = store_pool_new(a->cfg.db, http_server_loops(s))) || users_start(a) != 0) {
+        log_error("cannot set up the server (out of memory)");
+        http_server_free(s);
+        return NULL;
+    }
+    a->http = s;
+    http_server_on_loop(s, loop_db_open, loop_db_close, a);
+    http_route(s, HTTP_GET, "/healthz", handle_healthz, a, 0);
+    http_gauge(s, "chime_users_registered", "Registered user accounts.", gauge_users, a);
+    users_http_register(a->users, s);
+    a->sync = (notify_sync_opts){.tz = a->tz, .shards = (int)a->cfg.reminder_shards};
+    a->cal = (cal_http){.dbs = a->dbs, .tz = a->tz};
+    cal_on_change(&a->cal.changes, notify_on_calendar_change, &a->sync);
+    calendar_http_register(&a->cal, s);
+    a->jobs_routes = (jobs_http){.dbs = a->dbs, .lease_ttl_ms = a->cfg.lease_ttl};
+    jobs_http_register(&a->jobs_routes, s);
+    a->inbox = (notify_http){.dbs = a->dbs};
+    notify_http_register(&a->inbox, s);
+    a->webhooks = (webhooks_http){.dbs = a->dbs, .channels = a->channels};
+    webhooks_http_register(&a->webhooks, s);
     return s;
+}
+
+void app_http_free(app *a)
+{
+    http_server_free(a->http); /* stops the loops: their connections close */
+    a->http = NULL;
+    users_http_free(a->users);
+    a->users = NULL;
+    store_pool_free(a->dbs);
+    a->dbs = NULL;
 }
 
 /* host-pid-random: readable in logs, unique among live processes. */
@@ -101,7 +123,7 @@ static int register_jobs(app *a)
     char err[256];
     a->cleanup.signin_window_ms = a->cfg.signin_window * 1000;
     jobs_def cleanup = {.name = "cleanup", .schedule = "0 */10 * * * *", .time_zone = "UTC",
-                        .handler = jobs_cleanup_handler, .arg = &a->cleanup, .enabled = true,
+                        .handler = users_cleanup_job, .arg = &a->cleanup, .enabled = true,
                         .misfire = JOBS_MISFIRE_RUN_ONCE, .max_run_ms = 5 * 60000};
     if (jobs_register(a->jobs, &cleanup, err, sizeof err) != 0) goto fail;
     if (a->cfg.test_tick_job >= 0) {
@@ -184,12 +206,6 @@ void app_notify_stop(app *a)
     a->notify = NULL;
 }
 
-void app_calendar_changed(app_thread *t)
-{
-    int done = 0;
-    if (notify_sync_dirty(t->db, t->app->tz, (int)t->app->cfg.reminder_shards, 64, &done) != STORE_OK)
-        log_warn("reminders not recomputed yet (the scanner will): %s", store_errmsg(t->db));
-}
 int app_channels_start(app *a)
 {
     channels_config cfg = {.smtp_url = a->cfg.smtp_url[0] ? a->cfg.smtp_url : NULL,

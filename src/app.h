@@ -1,47 +1,54 @@
-/* app.h -- the running server's state: settings and shared pieces (app),
- * and what each event-loop thread owns (app_thread: its own database
- * connection). Handlers reach both through http_req.thread. */
+/* app.h -- the running server: its settings and the pieces app.c wires
+ * together. Only main.c includes this; no domain does (each gets what it
+ * needs through its own context, made here). */
 #ifndef CHIME_APP_H
 #define CHIME_APP_H
 
+#include "calendar/cal_http.h"
 #include "config.h"
 #include "http/server.h"
-#include "jobs/builtin.h"
 #include "jobs/jobs.h"
-#include "notify/channels.h"
+#include "jobs/jobs_http.h"
 #include "notify/notify.h"
-#include "store/store.h"
+#include "notify/notify_http.h"
+#include "notify/webhooks_http.h"
+#include "store/store_pool.h"
 #include "time/tz.h"
-#include "users/users.h"
+#include "users/users_cleanup.h"
+#include "users/users_http.h"
+
+struct channels;
 
 typedef struct app {
     chime_config cfg;
+    tz_db *tz;         /* zones, shared by every thread */
     http_server *http;
-    tz_db *tz; /* zones, shared by every thread */
-    /* A hash of a random password: sign-ins for unknown emails verify
-     * against it so they take as long as real ones. */
-    char dummy_hash[USERS_HASH_MAX];
+    store_pool *dbs;   /* one connection per event loop */
+    /* The domains' HTTP contexts (app_http_new makes them). */
+    users_http *users;
+    cal_http cal;
+    jobs_http jobs_routes;
+    notify_http inbox;
+    webhooks_http webhooks;
+    notify_sync_opts sync; /* the calendar's change listener's */
     /* The job scheduler and what it borrows; app_jobs_start makes them. */
     char node_id[64];
     jobs_registry *jobs;
     jobs_scheduler *scheduler;
-    jobs_cleanup_opts cleanup;
+    users_cleanup_opts cleanup;
     /* Outbound webhooks and email; app_channels_start makes it. */
-    channels *channels;
-    int webhook_tests; /* test sends holding a worker now (__atomic) */
+    struct channels *channels;
     /* Reminders: the scanner and delivery workers (they send through
      * channels). */
     notify_engine *notify;
 } app;
 
-typedef struct app_thread {
-    app *app;
-    store *db;
-    int index;
-} app_thread;
-
-/* Builds the server with every route, ready for http_server_start. */
+/* Builds the server with every route and the domains' contexts, ready for
+ * http_server_start (after app_channels_start: webhook tests send through
+ * the channels). NULL on failure (logged). */
 http_server *app_http_new(app *a);
+/* Frees the server (stopping it first) and the domains' contexts. */
+void app_http_free(app *a);
 
 /* Registers the jobs and starts the scheduler on its own threads; call
  * after the HTTP server has started (the node's address includes its
@@ -56,10 +63,6 @@ void app_jobs_stop(app *a);
 int app_notify_start(app *a);
 /* Stops it, releasing its leases; safe when it was not started. */
 void app_notify_stop(app *a);
-/* Called by the calendar's handlers after a write commits: recomputes the
- * reminders of the events the write marked (the scanner would otherwise
- * do it within a tick). Failures are logged, never the request's. */
-void app_calendar_changed(app_thread *t);
 /* Starts the outbound delivery channels from the settings (--smtp-url,
  * --smtp-from, --webhook-allow-private, --webhook-timeout). Returns 0 or
  * -1 (logged). app_channels_stop waits for sends in flight; call it after

@@ -11,8 +11,8 @@
 #include "cli_rrule.h"
 #include "base/base.h"
 #include "config.h"
+#include "schema.h"
 #include "store/store.h"
-#include "users/users.h"
 
 #define CHIME_VERSION "0.1.0"
 
@@ -47,7 +47,8 @@ static store *open_and_migrate(const chime_config *cfg)
         log_error("cannot open database %s: %s", cfg->db, err);
         return NULL;
     }
-    if (store_migrate(db) != STORE_OK) {
+    store_schema schema;
+    if (chime_schema(&schema) != 0 || store_migrate(db, &schema) != STORE_OK) {
         log_error("migrations failed: %s", store_errmsg(db));
         store_close(db);
         return NULL;
@@ -102,11 +103,6 @@ static int cmd_serve(int argc, char **argv)
         return 1;
     }
     store_close(db);
-    char pw[33];
-    unsigned char raw[16];
-    base_random(raw, sizeof raw);
-    base_hex(raw, sizeof raw, pw);
-    users_hash_password(pw, a->cfg.password_ops, a->cfg.password_mem, a->dummy_hash);
 
     /* Loop threads inherit this mask; only sigwait below sees the signals. */
     sigset_t set;
@@ -122,9 +118,8 @@ static int cmd_serve(int argc, char **argv)
         free(a);
         return 1;
     }
-    a->http = a->tz ? app_http_new(a) : NULL;
-    if (!a->http || http_server_start(a->http) != 0) {
-        http_server_free(a->http);
+    if (!a->tz || !app_http_new(a) || http_server_start(a->http) != 0) {
+        app_http_free(a);
         app_channels_stop(a);
         tz_db_free(a->tz);
         free(a);
@@ -132,8 +127,7 @@ static int cmd_serve(int argc, char **argv)
     }
     if (app_jobs_start(a) != 0 || app_notify_start(a) != 0) {
         app_jobs_stop(a);
-        http_server_stop(a->http);
-        http_server_free(a->http);
+        app_http_free(a);
         app_channels_stop(a);
         tz_db_free(a->tz);
         free(a);
@@ -147,8 +141,7 @@ static int cmd_serve(int argc, char **argv)
      * reminder shards at once. */
     app_notify_stop(a);
     app_jobs_stop(a);
-    http_server_stop(a->http);
-    http_server_free(a->http);
+    app_http_free(a);
     /* After everything that sends: waits for deliveries in flight. */
     app_channels_stop(a);
     tz_db_free(a->tz);

@@ -24,18 +24,27 @@ export LSAN_OPTIONS=suppressions=$root/tests/lsan.supp:print_suppressions=0
 PY=/usr/bin/python3
 pattern=${TESTS:-}
 
-passed=0; failed=0; failures=""
+# Independent test files run in parallel (TEST_JOBS at once, default 4):
+# each has its own server and database, and most of their time is spent
+# waiting on timers, not on the CPU.
+jobs=${TEST_JOBS:-4}
+results=$tmp/results; mkdir -p "$results"
+running=0
 run_one() {   # name, timeout seconds, command...
   local name=$1 limit=$2; shift 2
   [ -n "$pattern" ] && [[ "$name" != *$pattern* ]] && return
-  local log="$logs/${name//\//_}.log" t0=$SECONDS
-  if timeout -k 5 "$limit" "$@" >"$log" 2>&1; then
-    passed=$((passed + 1)); echo "PASS $name ($((SECONDS - t0))s)"
-  else
-    failed=$((failed + 1)); failures="$failures $name"
-    echo "FAIL $name ($((SECONDS - t0))s), last lines of $log:"
-    tail -n 30 "$log" | sed 's/^/    /'
-  fi
+  while [ "$running" -ge "$jobs" ]; do wait -n 2>/dev/null; running=$((running - 1)); done
+  running=$((running + 1))
+  (
+    local log="$logs/${name//\//_}.log" t0=$SECONDS status
+    if timeout -k 5 "$limit" "$@" >"$log" 2>&1; then
+      status=PASS; echo "PASS $name ($((SECONDS - t0))s)"
+    else
+      status=FAIL; echo "FAIL $name ($((SECONDS - t0))s), last lines of $log:"
+      tail -n 30 "$log" | sed 's/^/    /'
+    fi
+    echo "$status $name" > "$results/${name//\//_}"
+  ) &
 }
 
 for t in build/san/tests/test-*; do
@@ -57,6 +66,11 @@ for f in build/fuzz/fuzz-*; do
   [ -d "$corpus" ] && cp -r "$corpus/." "$work/"
   run_one "fuzz/$name" 120 "$f" -max_total_time=10 -timeout=5 -rss_limit_mb=2048 "$work"
 done
+wait
+
+passed=$(cat "$results"/* 2>/dev/null | grep -c '^PASS' || true)
+failed=$(cat "$results"/* 2>/dev/null | grep -c '^FAIL' || true)
+failures=$(cat "$results"/* 2>/dev/null | awk '$1 == "FAIL" {printf " %s", $2}')
 
 echo
 [ -n "$failures" ] && echo "failed:$failures"

@@ -103,54 +103,15 @@ void *base_grow(void *v, size_t size, size_t *cap)
     return grown;
 }
 
-/* Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
- * civil_from_days): no gmtime, no locale, no snprintf -- this formats
- * every time a webhook payload carries, three to a delivery. */
-static void civil_of(int64_t days, int64_t *y, int *m, int *d)
+int base_errf(char *err, size_t errlen, const char *fmt, ...)
 {
-    days += 719468;
-    int64_t era = (days >= 0 ? days : days - 146096) / 146097;
-    int64_t doe = days - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    *y = yoe + era * 400 + (*m <= 2);
-}
-
-static char *put_digits(char *p, int64_t v, int n)
-{
-    for (int i = n - 1; i >= 0; i--, v /= 10) p[i] = (char)('0' + v % 10);
-    return p + n;
-}
-
-void base_format_rfc3339_ms(int64_t ms, char *buf, size_t size)
-{
-    int64_t days = ms >= 0 ? ms / 86400000 : -((-ms + 86399999) / 86400000);
-    int64_t in_day = ms - days * 86400000, y;
-    int m, d;
-    civil_of(days, &y, &m, &d);
-    if (y < 0 || y > 9999 || size < 25) {
-        snprintf(buf, size, "%04lld-%02d-%02dT%02d:%02d:%02d.%03dZ", (long long)y, m, d, (int)(in_day / 3600000),
-                 (int)(in_day / 60000 % 60), (int)(in_day / 1000 % 60), (int)(in_day % 1000));
-        return;
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
     }
-    char *p = put_digits(buf, y, 4);
-    *p++ = '-';
-    p = put_digits(p, m, 2);
-    *p++ = '-';
-    p = put_digits(p, d, 2);
-    *p++ = 'T';
-    p = put_digits(p, in_day / 3600000, 2);
-    *p++ = ':';
-    p = put_digits(p, in_day / 60000 % 60, 2);
-    *p++ = ':';
-    p = put_digits(p, in_day / 1000 % 60, 2);
-    *p++ = '.';
-    p = put_digits(p, in_day % 1000, 3);
-    *p++ = 'Z';
-    *p = '\0';
+    return -1;
 }
 
 static _Atomic int log_threshold = LOG_INFO;

@@ -36,8 +36,9 @@ bool base_equal_ct(const void *a, const void *b, size_t len);
  * untouched, still the caller's. Call when the array is full. */
 void *base_grow(void *v, size_t size, size_t *cap);
 
-/* RFC 3339 UTC with milliseconds, "2026-11-22T04:18:00.123Z"; buf >= 32. */
-void base_format_rfc3339_ms(int64_t ms, char *buf, size_t size);
+/* Formats into err (when err and errlen are set) and returns -1, so a
+ * validator can `return base_errf(err, errlen, "...", ...)`. */
+int base_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Names the calling thread (at most 15 characters show), so top -H and
  * perf tell the server's threads apart. */

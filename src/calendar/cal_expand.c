@@ -137,28 +137,28 @@ void cal_item_id(const cal_item *it, char *buf, size_t size)
 
 /* A recurring series being walked: big (a plan with its day masks, an
  * iterator with a period of occurrences), so only series get one. */
-typedef struct walker {
+typedef struct cal_walker {
     cal_series series;
     rrule_set_iter it;
     const cal_override *ovs;  /* this event's overrides, sorted by original */
     size_t novs;
-} walker;
+} cal_walker;
 
-typedef struct source {
-    walker *w;                /* NULL: a single item (event or override) */
+typedef struct cal_source {
+    cal_walker *w;                /* NULL: a single item (event or override) */
     bool live;
     cal_item cur;
-} source;
+} cal_source;
 
-typedef struct merge {
+typedef struct cal_merge {
     const cal_query *q;
-    source *src;
+    cal_source *src;
     size_t nsrc;
-    walker *walkers;
+    cal_walker *walkers;
     size_t nwalkers;
     size_t *heap;
     size_t nheap;
-} merge;
+} cal_merge;
 
 static int item_cmp(const cal_item *a, const cal_item *b)
 {
@@ -175,7 +175,7 @@ static bool after_cursor(const cal_query *q, const cal_item *it)
     return it->original_ms > q->cursor_orig;
 }
 
-static const cal_override *find_override(const walker *w, int64_t original_ms)
+static const cal_override *find_override(const cal_walker *w, int64_t original_ms)
 {
     size_t lo = 0, hi = w->novs;
     while (lo < hi) {
@@ -200,9 +200,9 @@ static bool in_range(const cal_query *q, const cal_item *it)
 }
 
 /* Advances a series source to its next instance that belongs on the page. */
-static void series_advance(merge *m, source *s)
+static void series_advance(cal_merge *m, cal_source *s)
 {
-    walker *w = s->w;
+    cal_walker *w = s->w;
     int64_t local;
     while (rrule_set_iter_next(&w->it, &local)) {
         cal_item it = {.ev = w->series.ev, .recurring = true, .original_local = local};
@@ -220,19 +220,19 @@ static void series_advance(merge *m, source *s)
     s->live = false;
 }
 
-static bool heap_less(const merge *m, size_t a, size_t b)
+static bool heap_less(const cal_merge *m, size_t a, size_t b)
 {
     return item_cmp(&m->src[m->heap[a]].cur, &m->src[m->heap[b]].cur) < 0;
 }
 
-static void heap_swap(merge *m, size_t a, size_t b)
+static void heap_swap(cal_merge *m, size_t a, size_t b)
 {
     size_t t = m->heap[a];
     m->heap[a] = m->heap[b];
     m->heap[b] = t;
 }
 
-static void heap_down(merge *m, size_t i)
+static void heap_down(cal_merge *m, size_t i)
 {
     for (;;) {
         size_t l = 2 * i + 1, r = l + 1, best = i;
@@ -262,10 +262,10 @@ static bool is_recurring(const cal_event *e)
     return e->rrule != NULL || e->nrdates > 0;
 }
 
-static void push_single(merge *m, const cal_item *it)
+static void push_single(cal_merge *m, const cal_item *it)
 {
     if (!after_cursor(m->q, it)) return;
-    source *s = &m->src[m->nsrc];
+    cal_source *s = &m->src[m->nsrc];
     s->w = NULL;
     s->live = true;
     s->cur = *it;
@@ -273,7 +273,7 @@ static void push_single(merge *m, const cal_item *it)
 }
 
 /* A single event: one item, no iterator. */
-static void add_single(merge *m, tz_db *tz, const cal_event *e)
+static void add_single(cal_merge *m, tz_db *tz, const cal_event *e)
 {
     const char *zname = cal_event_zone_name(e);
     const tz_zone *z = zname[0] ? tz_db_get(tz, zname) : NULL;
@@ -286,10 +286,10 @@ static void add_single(merge *m, tz_db *tz, const cal_event *e)
 
 /* A series: an iterator from where the page starts, and its overrides that
  * land in the range as single items. */
-static void add_series(merge *m, tz_db *tz, const cal_event *e, const cal_override *ovs, size_t novs)
+static void add_series(cal_merge *m, tz_db *tz, const cal_event *e, const cal_override *ovs, size_t novs)
 {
     const cal_query *q = m->q;
-    walker *w = &m->walkers[m->nwalkers];
+    cal_walker *w = &m->walkers[m->nwalkers];
     char err[160];
     if (cal_series_init(&w->series, e, tz, err, sizeof err) != 0) return; /* unreadable row: nothing to show */
     m->nwalkers++;
@@ -300,7 +300,7 @@ static void add_series(merge *m, tz_db *tz, const cal_event *e, const cal_overri
     int64_t start_utc = q->from_ms / 1000 - e->duration_s;
     if (q->has_cursor && q->cursor_ms / 1000 > start_utc) start_utc = q->cursor_ms / 1000;
     rrule_set_iter_init(&w->it, &w->series.set, tz_utc_to_local(w->series.zone, start_utc) - 2 * 86400);
-    source *s = &m->src[m->nsrc];
+    cal_source *s = &m->src[m->nsrc];
     s->w = w;
     series_advance(m, s);
     if (s->live) m->heap[m->nheap++] = m->nsrc++;
@@ -320,7 +320,7 @@ int cal_list(store *db, tz_db *tz, const cal_query *q, cal_listing *out)
     if (cal_list_load_events(db, q, out) != CAL_OK) return CAL_ERROR;
     size_t nseries = 0;
     for (size_t i = 0; i < out->nevents; i++) nseries += is_recurring(&out->events[i]);
-    merge m = {.q = q};
+    cal_merge m = {.q = q};
     size_t nsrc = out->nevents + out->noverrides + 1;
     m.src = malloc(nsrc * sizeof *m.src);
     m.heap = malloc(nsrc * sizeof *m.heap);
@@ -340,7 +340,7 @@ int cal_list(store *db, tz_db *tz, const cal_query *q, cal_listing *out)
     }
     for (size_t i = m.nheap / 2 + 1; i-- > 0;) heap_down(&m, i);
     while (m.nheap > 0) {
-        source *s = &m.src[m.heap[0]];
+        cal_source *s = &m.src[m.heap[0]];
         if (out->nitems == q->limit) {
             out->more = true;
             break;

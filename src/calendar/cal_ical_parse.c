@@ -117,7 +117,7 @@ static size_t utf8_len(const unsigned char *s, size_t left)
 
 /* ---- one content line --------------------------------------------------- */
 
-typedef struct parser {
+typedef struct ical_parser {
     ical_doc *doc;
     ical_err *err;
     ical_comp *stack[ICAL_MAX_DEPTH];
@@ -126,10 +126,10 @@ typedef struct parser {
     ical_comp *last_root;
     int depth;
     size_t ncomps;
-} parser;
+} ical_parser;
 
 /* Splits "NAME;P=V:value" (already unfolded, NUL-terminated, in the arena). */
-static int parse_prop(parser *p, char *s, int line, ical_prop *out)
+static int parse_prop(ical_parser *p, char *s, int line, ical_prop *out)
 {
     char *q = s;
     while (is_name_char(*q)) q++;
@@ -179,7 +179,7 @@ static int parse_prop(parser *p, char *s, int line, ical_prop *out)
     return 0;
 }
 
-static void append_comp(parser *p, ical_comp *c)
+static void append_comp(ical_parser *p, ical_comp *c)
 {
     if (p->depth == 0) {
         if (p->last_root) p->last_root->next = c;
@@ -193,7 +193,7 @@ static void append_comp(parser *p, ical_comp *c)
     p->last_sub[d] = c;
 }
 
-static int handle_line(parser *p, char *s, int line)
+static int handle_line(ical_parser *p, char *s, int line)
 {
     ical_prop prop = {0};
     if (parse_prop(p, s, line, &prop) != 0) return -1;
@@ -263,7 +263,7 @@ static int check_utf8(const char *s, size_t n, int line, ical_err *err)
     return 0;
 }
 
-static int flush_line(parser *p, const char *cur, size_t n, int line)
+static int flush_line(ical_parser *p, const char *cur, size_t n, int line)
 {
     if (check_utf8(cur, n, line, p->err) != 0) return -1;
     char *logical = arena_strndup(p->doc->arena, cur, n);
@@ -277,7 +277,7 @@ int ical_parse(const char *text, size_t len, ical_doc *out, ical_err *err)
     memset(err, 0, sizeof *err);
     out->arena = calloc(1, sizeof *out->arena);
     if (!out->arena) return fail(err, 0, "out of memory");
-    parser p = {.doc = out, .err = err};
+    ical_parser p = {.doc = out, .err = err};
     if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) text += 3, len -= 3; /* a UTF-8 BOM */
     /* The logical line being unfolded: at most the file's size. */
     char *cur = arena_alloc(out->arena, len + 1);

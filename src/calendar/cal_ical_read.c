@@ -20,7 +20,7 @@
 
 #define ZONE_CACHE 64
 
-typedef struct reader {
+typedef struct ical_reader {
     tz_db *tz;
     const char *calendar_zone;
     const ical_doc *doc;
@@ -32,10 +32,10 @@ typedef struct reader {
         const char *tzid, *iana;
     } zones[ZONE_CACHE];
     int nzones;
-} reader;
+} ical_reader;
 
-static int fail(reader *r, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(reader *r, int line, const char *fmt, ...)
+static int fail(ical_reader *r, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(ical_reader *r, int line, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -46,8 +46,8 @@ static int fail(reader *r, int line, const char *fmt, ...)
     return -1;
 }
 
-static void skip(reader *r, int line, const char *uid, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static void skip(reader *r, int line, const char *uid, const char *fmt, ...)
+static void skip(ical_reader *r, int line, const char *uid, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void skip(ical_reader *r, int line, const char *uid, const char *fmt, ...)
 {
     r->out->nskipped++;
     if (r->out->nskips == ICAL_MAX_SKIPS) return;
@@ -65,7 +65,7 @@ static void skip(reader *r, int line, const char *uid, const char *fmt, ...)
 /* ---- time zones ---------------------------------------------------------- */
 
 /* The X-LIC-LOCATION of the file's VTIMEZONE with this TZID, if any. */
-static const char *vtimezone_location(const reader *r, const char *tzid)
+static const char *vtimezone_location(const ical_reader *r, const char *tzid)
 {
     for (const ical_comp *cal = r->doc->roots; cal; cal = cal->next)
         for (const ical_comp *c = cal->subs; c; c = c->next) {
@@ -86,7 +86,7 @@ typedef struct ical_time {
     const char *zone_name;    /* "" when none */
 } ical_time;
 
-static int prop_zone(reader *r, const ical_prop *p, ical_time *out)
+static int prop_zone(ical_reader *r, const ical_prop *p, ical_time *out)
 {
     const char *tzid = ical_param_get(p, "TZID");
     out->zone = NULL;
@@ -108,7 +108,7 @@ static int prop_zone(reader *r, const ical_prop *p, ical_time *out)
 }
 
 /* One value "20261109", "20261109T090000" or "20261109T090000Z". */
-static int parse_time_value(reader *r, const ical_prop *p, const char *v, size_t len, bool want_date, ical_time *t)
+static int parse_time_value(ical_reader *r, const ical_prop *p, const char *v, size_t len, bool want_date, ical_time *t)
 {
     t->utc = len == 16 && (v[15] == 'Z' || v[15] == 'z');
     bool is_date = false;
@@ -128,14 +128,14 @@ static bool value_is_date(const ical_prop *p)
     return v && strcasecmp(v, "DATE") == 0;
 }
 
-static int prop_time(reader *r, const ical_prop *p, ical_time *t)
+static int prop_time(ical_reader *r, const ical_prop *p, ical_time *t)
 {
     if (prop_zone(r, p, t) != 0) return -1;
     return parse_time_value(r, p, p->value, strlen(p->value), value_is_date(p), t);
 }
 
 /* UTC seconds of a date-time value (floating: in the calendar's zone). */
-static int64_t time_utc(const reader *r, const ical_time *t)
+static int64_t time_utc(const ical_reader *r, const ical_time *t)
 {
     int64_t s = civil_to_seconds(&t->t);
     if (t->utc) return s;
@@ -144,7 +144,7 @@ static int64_t time_utc(const reader *r, const ical_time *t)
 }
 
 /* A value as local seconds on the wall clock of event e's zone. */
-static int64_t to_event_local(const reader *r, const cal_event *e, const ical_time *t)
+static int64_t to_event_local(const ical_reader *r, const cal_event *e, const ical_time *t)
 {
     const tz_zone *ez = tz_db_get(r->tz, cal_event_zone_name(e));
     if (e->all_day) { /* the date is what matters */
@@ -210,7 +210,7 @@ static int parse_duration(const char *s, int *sign, int64_t *days, int64_t *secs
 }
 
 /* "EXDATE;TZID=...:v1,v2" (any number of lines) into local seconds. */
-static int read_dates(reader *r, const ical_comp *c, const char *name, cal_event *e, int64_t **arr, size_t *n)
+static int read_dates(ical_reader *r, const ical_comp *c, const char *name, cal_event *e, int64_t **arr, size_t *n)
 {
     for (const ical_prop *p = c->props; p; p = p->next) {
         if (strcmp(p->name, name) != 0) continue;
@@ -246,7 +246,7 @@ static int cmp64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int read_attendees(reader *r, const ical_comp *c, cal_event *e)
+static int read_attendees(ical_reader *r, const ical_comp *c, cal_event *e)
 {
     for (const ical_prop *p = c->props; p; p = p->next) {
         if (strcmp(p->name, "ATTENDEE") != 0) continue;
@@ -325,7 +325,7 @@ static char *made_up_uid(const ical_comp *c)
     return strdup(uid);
 }
 
-static int read_times(reader *r, vevent *v)
+static int read_times(ical_reader *r, vevent *v)
 {
     const ical_comp *c = v->c;
     cal_event *e = &v->ev;
@@ -373,7 +373,7 @@ static int read_times(reader *r, vevent *v)
     return 0;
 }
 
-static int read_rule(reader *r, const ical_comp *c, cal_event *e)
+static int read_rule(ical_reader *r, const ical_comp *c, cal_event *e)
 {
     for (const ical_prop *p = c->props; p; p = p->next) {
         if (strcmp(p->name, "RRULE") != 0) continue;
@@ -396,7 +396,7 @@ static int read_rule(reader *r, const ical_comp *c, cal_event *e)
     return 0;
 }
 
-static int read_vevent(reader *r, vevent *v)
+static int read_vevent(ical_reader *r, vevent *v)
 {
     const ical_comp *c = v->c;
     cal_event *e = &v->ev;
@@ -442,7 +442,7 @@ static ical_series_in *find_series(ical_import *im, const char *uid, size_t n)
 }
 
 /* Resolves a series; a failure names the line that caused it. */
-static int resolve(reader *r, ical_series_in *s, const ical_comp *c)
+static int resolve(ical_reader *r, ical_series_in *s, const ical_comp *c)
 {
     char msg[200], field[64];
     if (cal_event_resolve(&s->ev, r->tz, msg, sizeof msg, field, sizeof field) == 0) return 0;
@@ -471,7 +471,7 @@ static char *differs(const char *mine, const char *series)
 }
 
 /* Folds one RECURRENCE-ID VEVENT into its series. */
-static int apply_override(reader *r, ical_series_in *s, vevent *v)
+static int apply_override(ical_reader *r, ical_series_in *s, vevent *v)
 {
     const cal_event *m = &s->ev;
     const char *uid = m->ical_uid;
@@ -560,7 +560,7 @@ static int apply_override(reader *r, ical_series_in *s, vevent *v)
 }
 
 /* Gathers the file's VEVENTs; lists other components as skipped. */
-static int collect(reader *r, vevent **out, size_t *n)
+static int collect(ical_reader *r, vevent **out, size_t *n)
 {
     size_t cap = 0;
     *out = NULL;
@@ -586,7 +586,7 @@ static int collect(reader *r, vevent **out, size_t *n)
 }
 
 /* Moves a VEVENT's event into the import as a series. */
-static ical_series_in *take_series(reader *r, vevent *v)
+static ical_series_in *take_series(ical_reader *r, vevent *v)
 {
     ical_import *im = r->out;
     ical_series_in *grown = im->series;
@@ -603,7 +603,7 @@ static ical_series_in *take_series(reader *r, vevent *v)
     return s;
 }
 
-static int read_all(reader *r, vevent *vs, size_t n)
+static int read_all(ical_reader *r, vevent *vs, size_t n)
 {
     ical_import *im = r->out;
     for (size_t i = 0; i < n; i++)
@@ -663,7 +663,7 @@ int ical_read(const char *text, size_t len, tz_db *tz, const char *calendar_zone
     memset(out, 0, sizeof *out);
     ical_doc doc;
     if (ical_parse(text, len, &doc, err) != 0) return -1;
-    reader r = {.tz = tz, .calendar_zone = calendar_zone ? calendar_zone : "", .doc = &doc, .out = out, .err = err};
+    ical_reader r = {.tz = tz, .calendar_zone = calendar_zone ? calendar_zone : "", .doc = &doc, .out = out, .err = err};
     vevent *vs = NULL;
     size_t n = 0;
     int rc = collect(&r, &vs, &n) == 0 && read_all(&r, vs, n) == 0 ? 0 : -1;

@@ -17,14 +17,14 @@
 #define VTZ_YEARS_AHEAD 30   /* VTIMEZONE transitions listed past today */
 #define VTZ_MAX_ZONES 64     /* distinct zones given a VTIMEZONE */
 
-typedef struct writer {
+typedef struct ical_writer {
     FILE *f;
     tz_db *tz;
     int64_t now_ms;
-} writer;
+} ical_writer;
 
 /* One content line, folded. */
-static void emit(writer *w, const char *s)
+static void emit(ical_writer *w, const char *s)
 {
     size_t n = strlen(s), col = 0;
     for (size_t i = 0; i < n;) {
@@ -41,8 +41,8 @@ static void emit(writer *w, const char *s)
     fputs("\r\n", w->f);
 }
 
-static void linef(writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void linef(writer *w, const char *fmt, ...)
+static void linef(ical_writer *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void linef(ical_writer *w, const char *fmt, ...)
 {
     char small[256], *s = small;
     va_list ap, again;
@@ -58,7 +58,7 @@ static void linef(writer *w, const char *fmt, ...)
 }
 
 /* NAME:value for a TEXT value, escaped; nothing for an empty one. */
-static void text_line(writer *w, const char *name, const char *v)
+static void text_line(ical_writer *w, const char *name, const char *v)
 {
     if (!v || !*v) return;
     size_t n = strlen(v);
@@ -105,7 +105,7 @@ static void time_params(const cal_event *e, char *buf, size_t size)
 }
 
 /* NAME[;params]:v1,v2,... for local times of the event's zone. */
-static void times_line(writer *w, const char *name, const cal_event *e, const int64_t *locals, size_t n)
+static void times_line(ical_writer *w, const char *name, const cal_event *e, const int64_t *locals, size_t n)
 {
     if (n == 0) return;
     char params[CAL_ZONE_MAX + 8];
@@ -123,7 +123,7 @@ static void times_line(writer *w, const char *name, const cal_event *e, const in
     free(vals);
 }
 
-static void time_line(writer *w, const char *name, const cal_event *e, int64_t local)
+static void time_line(ical_writer *w, const char *name, const cal_event *e, int64_t local)
 {
     times_line(w, name, e, &local, 1);
 }
@@ -137,7 +137,7 @@ static void offset_text(int32_t off, char out[16])
     else snprintf(out, 16, "%c%02d%02d", off < 0 ? '-' : '+', a / 3600, a / 60 % 60);
 }
 
-static void observance(writer *w, bool daylight, int64_t local, int32_t from, int32_t to, const char *abbr)
+static void observance(ical_writer *w, bool daylight, int64_t local, int32_t from, int32_t to, const char *abbr)
 {
     char start[16], f[16], t[16];
     fmt_local(local, false, start);
@@ -154,7 +154,7 @@ static void observance(writer *w, bool daylight, int64_t local, int32_t from, in
 
 /* The zone's transitions in [from, to) (UTC seconds), found a day at a time
  * and pinned to the second by bisection. */
-static void vtimezone(writer *w, const char *name, int64_t from, int64_t to)
+static void vtimezone(ical_writer *w, const char *name, int64_t from, int64_t to)
 {
     const tz_zone *z = tz_db_get(w->tz, name);
     if (!z) return;
@@ -185,7 +185,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* One VTIMEZONE per zone the events name, covering their years. */
-static void vtimezones(writer *w, const cal_event *events, size_t n)
+static void vtimezones(ical_writer *w, const cal_event *events, size_t n)
 {
     const char *names[VTZ_MAX_ZONES];
     size_t nn = 0;
@@ -217,7 +217,7 @@ static const char *partstat(cal_response r)
     return names[r];
 }
 
-static void people(writer *w, const cal_event *e)
+static void people(ical_writer *w, const cal_event *e)
 {
     if (e->organizer_email[0]) linef(w, "ORGANIZER:mailto:%s", e->organizer_email);
     for (int i = 0; i < e->nattendees; i++)
@@ -225,7 +225,7 @@ static void people(writer *w, const cal_event *e)
               e->attendees[i].response == CAL_NEEDS_ACTION ? "TRUE" : "FALSE", e->attendees[i].email);
 }
 
-static void alarms(writer *w, const cal_event *e)
+static void alarms(ical_writer *w, const cal_event *e)
 {
     for (int i = 0; i < e->nreminders; i++) {
         const cal_reminder *r = &e->reminders[i];
@@ -242,7 +242,7 @@ static void alarms(writer *w, const cal_event *e)
     }
 }
 
-static void status_line(writer *w, const char *status)
+static void status_line(ical_writer *w, const char *status)
 {
     char up[12];
     size_t i = 0;
@@ -253,7 +253,7 @@ static void status_line(writer *w, const char *status)
 
 /* DTSTAMP is the event's last change, not the time of the export, so that an
  * unchanged calendar exports to the same bytes (feeds answer 304 then). */
-static void stamps(writer *w, const cal_event *e)
+static void stamps(ical_writer *w, const cal_event *e)
 {
     char b[20];
     utc_stamp(e->updated_ms, b);
@@ -276,7 +276,7 @@ static int64_t original_local(const cal_series *s, const cal_override *o)
     return tz_utc_to_local(s->zone, o->original_ms / 1000);
 }
 
-static void series_event(writer *w, const cal_event *e, const cal_series *s, const cal_override *ovs, size_t novs)
+static void series_event(ical_writer *w, const cal_event *e, const cal_series *s, const cal_override *ovs, size_t novs)
 {
     int64_t start = civil_to_seconds(&e->start_local), end = civil_to_seconds(&e->end_local);
     if (is_utc(e) && !e->all_day) { /* written with Z: the instant itself */
@@ -311,7 +311,7 @@ static void series_event(writer *w, const cal_event *e, const cal_series *s, con
     linef(w, "END:VEVENT");
 }
 
-static void override_event(writer *w, const cal_event *e, const cal_series *s, const cal_override *o)
+static void override_event(ical_writer *w, const cal_event *e, const cal_series *s, const cal_override *o)
 {
     if (o->cancelled || strcmp(o->status, "cancelled") == 0) return;
     int64_t orig = original_local(s, o), start, end;
@@ -348,7 +348,7 @@ char *ical_write(const cal_calendar *cal, const cal_event *events, size_t nevent
 {
     char *out = NULL;
     *len = 0;
-    writer w = {.f = open_memstream(&out, len), .tz = tz, .now_ms = now_ms};
+    ical_writer w = {.f = open_memstream(&out, len), .tz = tz, .now_ms = now_ms};
     if (!w.f) return NULL;
     linef(&w, "BEGIN:VCALENDAR");
     linef(&w, "PRODID:-//chime//chime calendar//EN");

@@ -191,6 +191,30 @@ bool cal_series_has_instance(cal_series *s, int64_t utc_ms, int64_t *local);
 bool cal_next_instance(cal_series *s, const cal_override *ovs, size_t novs, int64_t t_ms, int64_t *original_ms,
                        int64_t *start_ms);
 
+/* ---- editing part of a series (cal_edit.c) ---- */
+/* Deleting one instance: its original start (local seconds) becomes an
+ * EXDATE, kept sorted. CAL_OK (also when already there), CAL_CONFLICT
+ * past CAL_MAX_DATES, CAL_ERROR when out of memory (nothing changed). */
+int cal_event_add_exdate(cal_event *ev, int64_t local);
+/* "This and following" deleted: the series ends before the instance
+ * (original_local, original_ms its original start). COUNT keeps its
+ * meaning (the instances before the cut); otherwise an UNTIL just before
+ * it. RDATEs and EXDATEs from the cut on go. 0, or -1 (a rule that does
+ * not parse, or out of memory). */
+int cal_series_truncate(cal_event *ev, const cal_series *s, int64_t original_local, int64_t original_ms);
+/* "This and following" edited: *next (zeroed first; the caller frees it)
+ * becomes a copy of old starting at the instance, with id next_id, a UID
+ * derived from old's, the RDATEs and EXDATEs after the cut and the rest
+ * of a COUNT; old is truncated there. The caller then applies the edits
+ * to next, resolves both and saves them (cal_series_split_save). 0, or -1
+ * (out of memory, or a rule that does not parse). */
+int cal_series_split(cal_event *old, const cal_series *s, int64_t original_local, int64_t original_ms,
+                     int64_t next_id, cal_event *next);
+/* Saves a split in one transaction: both series, and the overrides from
+ * the cut on moved to next -- or dropped when the edit moved the times or
+ * changed the rule. */
+int cal_series_split_save(store *db, cal_event *old, cal_event *next, int64_t original_ms, bool moved_times);
+
 /* One item of a listing: an instance (or a single event). */
 typedef struct cal_item {
     const cal_event *ev;
@@ -243,5 +267,8 @@ void cal_item_id(const cal_item *it, char *buf, size_t size);
 /* Parses "{original_start}" of an instance path: "20261109T140000Z" or, for
  * all-day series, "20261109". Returns the UTC ms, or -1 if malformed. */
 int64_t cal_parse_instance_key(const cal_series *s, const char *text, size_t len);
+
+/* Adds the calendar's schema steps (cal_schema.c) to the one list. */
+int cal_schema_add(store_schema *s);
 
 #endif

@@ -1,55 +1,65 @@
 /* calendar_http.c -- calendars, events, instances, RSVP and free/busy over
  * HTTP. Visibility is decided in the store queries: an event is seen by its
  * organizer and its attendees; everyone else gets 404, never 403. */
-#include "calendar/calendar_http.h"
+#include "calendar/cal_http.h"
 
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "app.h"
 #include "base/base.h"
 #include "calendar/cal_http.h"
 #include "calendar/calendar.h"
 #include "calendar/calendar_json.h"
-#include "calendar/ical_http.h"
 #include "http/json.h"
 #include "time/rfc3339.h"
 #include "time/rrule.h"
 
-ctx cal_http_ctx(http_req *r)
+cal_req cal_req_of(cal_http *cal, http_req *r)
 {
-    app_thread *t = r->thread;
-    return (ctx){.r = r, .db = t->db, .tz = t->app->tz, .me = r->user_id};
+    return (cal_req){.r = r, .cal = cal, .db = store_pool_at(cal->dbs, r->loop), .tz = cal->tz, .me = r->user_id};
 }
 
-void cal_http_db_error(ctx *c)
+void cal_req_db_error(cal_req *c)
 {
-    log_error("request %s: database: %s", c->r->request_id, store_errmsg(c->db));
-    http_send_error(c->r, 503, "unavailable", NULL, "the database did not answer; try again");
+    http_send_db_error(c->r, store_errmsg(c->db));
 }
 
-static void not_found(ctx *c, const char *what)
+int cal_on_change(cal_changes *c, cal_change_fn fn, void *arg)
+{
+    if (c->n == CAL_MAX_LISTENERS) return -1;
+    c->l[c->n].fn = fn;
+    c->l[c->n].arg = arg;
+    c->n++;
+    return 0;
+}
+
+void cal_changed(const cal_changes *c, store *db)
+{
+    for (int i = 0; i < c->n; i++) c->l[i].fn(c->l[i].arg, db);
+}
+
+static void not_found(cal_req *c, const char *what)
 {
     http_send_error(c->r, 404, "not_found", NULL, "no such %s", what);
 }
 
-static bool param_id(ctx *c, int i, int64_t *id, const char *what)
+static bool param_id(cal_req *c, int i, int64_t *id, const char *what)
 {
     if (base_id_parse(c->r->params[i].ptr, c->r->params[i].len, id) == 0) return true;
     not_found(c, what);
     return false;
 }
 
-static void send_writer(ctx *c, int status, jsonw *w)
+static void send_writer(cal_req *c, int status, jsonw *w)
 {
     if (jw_failed(w)) http_send_error(c->r, 503, "unavailable", NULL, "out of memory");
     else http_send_body(c->r, status, "application/json", w->buf, w->len);
     jw_free(w);
 }
 
-static void send_event(ctx *c, int status, const cal_event *e)
+static void send_event(cal_req *c, int status, const cal_event *e)
 {
     char etag[32];
     jsonw w;
@@ -62,28 +72,28 @@ static void send_event(ctx *c, int status, const cal_event *e)
 
 /* ---- calendars ---------------------------------------------------------- */
 
-static void handle_calendars_list(http_req *r)
+static void handle_calendars_list(http_req *r, void *arg)
 {
-    ctx c = cal_http_ctx(r);
+    cal_req c = cal_req_of(arg, r);
     cal_calendar *cals;
     size_t n;
-    if (cal_calendar_list(c.db, c.me, &cals, &n) != CAL_OK) return cal_http_db_error(&c);
+    if (cal_calendar_list(c.db, c.me, &cals, &n) != CAL_OK) return cal_req_db_error(&c);
     json_t *items = json_array();
     for (size_t i = 0; i < n; i++) json_array_append_new(items, cal_json_calendar(&cals[i]));
     free(cals);
     http_send_json(r, 200, json_pack("{s:o}", "items", items));
 }
 
-static void handle_calendar_create(http_req *r)
+static void handle_calendar_create(http_req *r, void *arg)
 {
     static const char *const fields[] = {"summary", "time_zone", NULL};
-    ctx c = cal_http_ctx(r);
+    cal_req c = cal_req_of(arg, r);
     http_err e;
     const char *summary, *zone;
     json_t *body = http_json_body(r, &e);
-    if (!body || json_only_fields(body, fields, &e) ||
-        json_field_str(body, "summary", true, CAL_SUMMARY_MAX, &summary, &e) ||
-        json_field_str(body, "time_zone", false, CAL_ZONE_MAX - 1, &zone, &e))
+    if (!body || http_json_only(body, fields, &e) ||
+        http_json_str(body, "summary", true, CAL_SUMMARY_MAX, &summary, &e) ||
+        http_json_str(body, "time_zone", false, CAL_ZONE_MAX - 1, &zone, &e))
         goto bad;
     if (!zone) zone = "UTC";
     if (!tz_db_get(c.tz, zone)) {
@@ -97,7 +107,7 @@ static void handle_calendar_create(http_req *r)
         goto bad;
     }
     json_decref(body);
-    if (rc != CAL_OK) return cal_http_db_error(&c);
+    if (rc != CAL_OK) return cal_req_db_error(&c);
     http_send_json(r, 201, cal_json_calendar(&cal));
     return;
 bad:
@@ -105,39 +115,39 @@ bad:
     http_send_err(r, &e);
 }
 
-static void handle_calendar_get(http_req *r)
+static void handle_calendar_get(http_req *r, void *arg)
 {
-    ctx c = cal_http_ctx(r);
+    cal_req c = cal_req_of(arg, r);
     int64_t id;
     cal_calendar cal;
     if (!param_id(&c, 0, &id, "calendar")) return;
     int rc = cal_calendar_get(c.db, c.me, id, &cal);
     if (rc == CAL_NOT_FOUND) return not_found(&c, "calendar");
-    if (rc != CAL_OK) return cal_http_db_error(&c);
+    if (rc != CAL_OK) return cal_req_db_error(&c);
     http_send_json(r, 200, cal_json_calendar(&cal));
 }
 
-static void handle_calendar_delete(http_req *r)
+static void handle_calendar_delete(http_req *r, void *arg)
 {
-    ctx c = cal_http_ctx(r);
+    cal_req c = cal_req_of(arg, r);
     int64_t id;
     if (!param_id(&c, 0, &id, "calendar")) return;
     int rc = cal_calendar_delete(c.db, c.me, id);
     if (rc == CAL_NOT_FOUND) return not_found(&c, "calendar");
     if (rc == CAL_FORBIDDEN)
         return http_send_error(r, 403, "forbidden", NULL, "the primary calendar cannot be deleted");
-    if (rc != CAL_OK) return cal_http_db_error(&c);
+    if (rc != CAL_OK) return cal_req_db_error(&c);
     http_send_empty(r, 204);
 }
 
 /* ---- events ------------------------------------------------------------- */
 
 /* The calendar an event goes to: calendar_id if given (must be the user's). */
-static int target_calendar(ctx *c, const json_t *body, cal_calendar *cal, http_err *e)
+static int target_calendar(cal_req *c, const json_t *body, cal_calendar *cal, http_err *e)
 {
     const char *cid;
     int64_t id;
-    if (json_field_str(body, "calendar_id", false, 16, &cid, e) != 0) return -1;
+    if (http_json_str(body, "calendar_id", false, 16, &cid, e) != 0) return -1;
     int rc = cid ? (base_id_parse(cid, strlen(cid), &id) == 0 ? cal_calendar_get(c->db, c->me, id, cal) : CAL_NOT_FOUND)
                  : cal_primary(c->db, c->me, cal);
     if (rc == CAL_NOT_FOUND) {
@@ -152,7 +162,7 @@ static int target_calendar(ctx *c, const json_t *body, cal_calendar *cal, http_e
 }
 
 /* Validates, resolves and saves; answers the request in every case. */
-static void finish_save(ctx *c, cal_event *ev, bool insert, int status)
+static void finish_save(cal_req *c, cal_event *ev, bool insert, int status)
 {
     char msg[200], field[64];
     if (cal_event_resolve(ev, c->tz, msg, sizeof msg, field, sizeof field) != 0)
@@ -161,17 +171,17 @@ static void finish_save(ctx *c, cal_event *ev, bool insert, int status)
     int rc = cal_event_save(c->db, ev, insert);
     if (rc == CAL_CONFLICT)
         return http_send_error(c->r, 409, "duplicate", "ical_uid", "an event with this ical_uid already exists here");
-    if (rc != CAL_OK) return cal_http_db_error(c);
+    if (rc != CAL_OK) return cal_req_db_error(c);
     bool org;
     cal_event fresh;
-    if (cal_event_load(c->db, c->me, ev->id, &fresh, &org) != CAL_OK) return cal_http_db_error(c);
+    if (cal_event_load(c->db, c->me, ev->id, &fresh, &org) != CAL_OK) return cal_req_db_error(c);
     send_event(c, status, &fresh);
     cal_event_free(&fresh);
 }
 
-static void handle_event_create(http_req *r)
+static void handle_event_create(http_req *r, void *arg)
 {
-    ctx c = cal_http_ctx(r);
+    cal_req c = cal_req_of(arg, r);
     http_err e;
     cal_calendar cal;
     cal_input seen;
@@ -202,7 +212,7 @@ bad:
 
 /* Loads {id} for the viewer: 404 for strangers, 403 when the organizer is
  * needed and the viewer only attends. Answers on failure. */
-static bool load_event(ctx *c, cal_event *ev, bool need_organizer)
+static bool load_event(cal_req *c, cal_event *ev, bool need_organizer)
 {
     int64_t id;
     bool org;
@@ -213,7 +223,7 @@ static bool load_event(ctx *c, cal_event *ev, bool need_organizer)
         return false;
     }
     if (rc != CAL_OK) {
-        cal_http_db_error(c);
+        cal_req_db_error(c);
         return false;
     }
     if (need_organizer && !org) {
@@ -225,7 +235,7 @@ static bool load_event(ctx *c, cal_event *ev, bool need_organizer)
 }
 
 /* If-Match: the etag the client last saw must be the current one. */
-static bool etag_matches(ctx *c, const cal_event *ev)
+static bool etag_matches(cal_req *c, const cal_event *ev)
 {
     http_str h;
     if (!http_header(c->r, "if-match", &h)) return true;
@@ -239,18 +249,18 @@ static bool etag_matches(ctx *c, const cal_event *ev)
     return false;
 }
 
-static void handle_event_get(http_req *r)
+static void handle_event_get(http_req *r, void *arg)
 {
-    ctx c = cal_http_ctx(r);
+    cal_req c = cal_req_of(arg, r);
     cal_event ev;
     if (!load_event(&c, &ev, false)) return;
     send_event(&c, 200, &ev);
     cal_event_free(&ev);
 }
 
-static void handle_event_patch(http_req *r)
+static void handle_event_patch(http_req *r, void *arg)
 {
-    ctx c = cal_http_ctx(r);
+    cal_req c = cal_req_of(arg, r);
     http_err e;
     cal_event ev;
     cal_input seen;
@@ -269,7 +279,7 @@ static void handle_event_patch(http_req *r)
     /* Overrides are keyed by original starts; new times or a new rule make
      * them meaningless, as in Google Calendar. */
     if ((seen.has_start || seen.has_end || seen.has_recurrence) && cal_overrides_clear(c.db, ev.id) != CAL_OK) {
-        cal_http_db_error(&c);
+        cal_req_db_error(&c);
         goto done;
     }
     finish_save(&c, &ev, false, 200);
@@ -281,13 +291,13 @@ done:
     cal_event_free(&ev);
 }
 
-static void handle_event_delete(http_req *r)
+static void handle_event_delete(http_req *r, void *arg)
 {
-    ctx c = cal_http_ctx(r);
+    cal_req c = cal_req_of(arg, r);
     cal_event ev;
     if (!load_event(&c, &ev, true)) return;
     if (etag_matches(&c, &ev)) {
-        if (cal_event_delete(c.db, ev.id) != CAL_OK) cal_http_db_error(&c);
+        if (cal_event_delete(c.db, ev.id) != CAL_OK) cal_req_db_error(&c);
         else http_send_empty(r, 204);
     }
     cal_event_free(&ev);
@@ -295,7 +305,7 @@ static void handle_event_delete(http_req *r)
 
 /* ---- listing ------------------------------------------------------------ */
 
-static bool query_instant(ctx *c, const char *name, bool required, int64_t *ms)
+static bool query_instant(cal_req *c, const char *name, bool required, int64_t *ms)
 {
     char buf[48];
     rfc3339 t;
@@ -318,7 +328,7 @@ static void cursor_encode(const cal_item *it, char *out, size_t size)
     sodium_bin2base64(out, size, (const unsigned char *)raw, (size_t)n, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
 }
 
-static bool cursor_decode(ctx *c, cal_query *q)
+static bool cursor_decode(cal_req *c, cal_query *q)
 {
     char tok[128], raw[96];
     size_t len;
@@ -340,7 +350,7 @@ static bool cursor_decode(ctx *c, cal_query *q)
 }
 
 /* from, to, page_token, max_results and calendar_id of a listing. */
-static bool list_query(ctx *c, cal_query *q)
+static bool list_query(cal_req *c, cal_query *q)
 {
     char buf[24];
     memset(q, 0, sizeof *q);
@@ -373,7 +383,7 @@ static bool list_query(ctx *c, cal_query *q)
                                                                          : CAL_NOT_FOUND;
         if (found != CAL_OK) {
             if (found == CAL_NOT_FOUND) http_send_error(c->r, 404, "not_found", "calendar_id", "no such calendar");
-            else cal_http_db_error(c);
+            else cal_req_db_error(c);
             return false;
         }
         q->calendar_id = id;
@@ -381,12 +391,12 @@ static bool list_query(ctx *c, cal_query *q)
     return cursor_decode(c, q);
 }
 
-static void send_listing(ctx *c, const cal_query *q)
+static void send_listing(cal_req *c, const cal_query *q)
 {
     cal_listing l;
     if (cal_list(c->db, c->tz, q, &l) != CAL_OK) {
         cal_listing_free(&l);
-        return cal_http_db_error(c);
+        return cal_req_db_error(c);
     }
     jsonw w;
     jw_init(&w, 1024 + l.nitems * 900);
@@ -408,16 +418,16 @@ static void send_listing(ctx *c, const cal_query *q)
     send_writer(c, 200, &w);
 }
 
-static void handle_events_list(http_req *r)
+static void handle_events_list(http_req *r, void *arg)
 {
-    ctx c = cal_http_ctx(r);
+    cal_req c = cal_req_of(arg, r);
     cal_query q;
     if (list_query(&c, &q)) send_listing(&c, &q);
 }
 
-static void handle_instances_list(http_req *r)
+static void handle_instances_list(http_req *r, void *arg)
 {
-    ctx c = cal_http_ctx(r);
+    cal_req c = cal_req_of(arg, r);
     cal_event ev;
     cal_query q;
     if (!load_event(&c, &ev, false)) return;
@@ -430,15 +440,15 @@ static void handle_instances_list(http_req *r)
 
 /* ---- one instance ------------------------------------------------------- */
 
-typedef struct instance {
+typedef struct cal_instance {
     cal_event ev;
     cal_series series;
     int64_t original_ms, original_local;
-} instance;
+} cal_instance;
 
 /* Loads the series and checks {original_start} names one of its instances
  * (or an existing override). Answers on failure. */
-static bool load_instance(ctx *c, instance *in)
+static bool load_instance(cal_req *c, cal_instance *in)
 {
     char msg[160];
     if (!load_event(c, &in->ev, true)) return false;
@@ -462,7 +472,7 @@ static bool load_instance(ctx *c, instance *in)
     return true;
 }
 
-static void send_instance(ctx *c, instance *in, const cal_override *o)
+static void send_instance(cal_req *c, cal_instance *in, const cal_override *o)
 {
     cal_item it = {.ev = &in->ev, .ov = o, .recurring = true, .original_ms = in->original_ms,
                    .original_local = in->original_local};
@@ -475,22 +485,22 @@ static void send_instance(ctx *c, instance *in, const cal_override *o)
 }
 
 /* Fills a one-instance override from a PATCH body. */
-static int override_apply(ctx *c, instance *in, const json_t *body, cal_override *o, http_err *e)
+static int override_apply(cal_req *c, cal_instance *in, const json_t *body, cal_override *o, http_err *e)
 {
     static const char *const fields[] = {"summary", "description", "location", "status", "start", "end", NULL};
     const char *s;
-    if (json_only_fields(body, fields, e)) return -1;
+    if (http_json_only(body, fields, e)) return -1;
     const char *names[] = {"summary", "description", "location"};
     char **dst[] = {&o->summary, &o->description, &o->location};
     size_t max[] = {CAL_SUMMARY_MAX, CAL_DESCRIPTION_MAX, CAL_LOCATION_MAX};
     for (int i = 0; i < 3; i++) {
-        if (json_field_str(body, names[i], false, max[i], &s, e) != 0) return -1;
+        if (http_json_str(body, names[i], false, max[i], &s, e) != 0) return -1;
         if (s) {
             free(*dst[i]);
             *dst[i] = strdup(s);
         }
     }
-    if (json_field_str(body, "status", false, 11, &s, e) != 0) return -1;
+    if (http_json_str(body, "status", false, 11, &s, e) != 0) return -1;
     if (s && strcmp(s, "confirmed") && strcmp(s, "tentative") && strcmp(s, "cancelled")) {
         http_err_set(e, 400, "invalid_value", "status", "status must be confirmed, tentative or cancelled");
         return -1;
@@ -538,52 +548,10 @@ static int override_apply(ctx *c, instance *in, const json_t *body, cal_override
     return 0;
 }
 
-/* "This and all following": the series stops before the instance. */
-static int truncate_before(ctx *c, instance *in, cal_event *ev)
+static void handle_instance_delete(http_req *r, void *arg)
 {
-    char msg[160];
-    rrule r;
-    if (!ev->rrule || rrule_parse(ev->rrule, strlen(ev->rrule), &r, msg, sizeof msg) != 0) return -1;
-    if (r.has & RRULE_HAS_COUNT) { /* keep COUNT's meaning: those before the cut */
-        rrule_plan plan;
-        if (rrule_plan_init(&plan, &r, &ev->start_local, msg, sizeof msg) != 0) return -1;
-        int64_t buf[64], at = civil_to_seconds(&ev->start_local);
-        uint32_t before = 0;
-        size_t got;
-        while ((got = rrule_expand(&plan, at, in->original_local, buf, 64)) > 0) {
-            before += (uint32_t)got;
-            at = buf[got - 1] + 1;
-        }
-        r.count = before ? before : 1;
-    } else {
-        r.has |= RRULE_HAS_UNTIL;
-        int64_t cut = ev->all_day ? in->original_local - 86400 : in->original_ms / 1000 - 1;
-        civil_from_seconds(cut, &r.until);
-        r.until_kind = ev->all_day ? RRULE_UNTIL_DATE : in->series.zone ? RRULE_UNTIL_UTC : RRULE_UNTIL_LOCAL;
-        if (!ev->all_day && !in->series.zone) civil_from_seconds(in->original_local - 1, &r.until);
-    }
-    size_t need = rrule_format(&r, NULL, 0) + 1;
-    char *text = malloc(need);
-    if (!text) return -1;
-    rrule_format(&r, text, need);
-    free(ev->rrule);
-    ev->rrule = text;
-    size_t k = 0; /* RDATEs and EXDATEs from the cut on go with the cut */
-    for (size_t i = 0; i < ev->nrdates; i++)
-        if (ev->rdates[i] < in->original_local) ev->rdates[k++] = ev->rdates[i];
-    ev->nrdates = k;
-    k = 0;
-    for (size_t i = 0; i < ev->nexdates; i++)
-        if (ev->exdates[i] < in->original_local) ev->exdates[k++] = ev->exdates[i];
-    ev->nexdates = k;
-    (void)c;
-    return 0;
-}
-
-static void handle_instance_delete(http_req *r)
-{
-    ctx c = cal_http_ctx(r);
-    instance in;
+    cal_req c = cal_req_of(arg, r);
+    cal_instance in;
     char scope[16] = "";
     if (http_query(r, "scope", scope, sizeof scope) < 0 || (scope[0] && strcmp(scope, "following"))) {
         return http_send_error(r, 400, "invalid_value", "scope", "scope must be 'following' or absent");
@@ -592,34 +560,28 @@ static void handle_instance_delete(http_req *r)
     char msg[200], field[64];
     bool first = in.original_local == civil_to_seconds(&in.ev.start_local);
     if (scope[0] && first) { /* the whole series goes */
-        if (cal_event_delete(c.db, in.ev.id) != CAL_OK) cal_http_db_error(&c);
+        if (cal_event_delete(c.db, in.ev.id) != CAL_OK) cal_req_db_error(&c);
         else http_send_empty(r, 204);
     } else if (scope[0]) {
-        if (truncate_before(&c, &in, &in.ev) != 0 ||
+        if (cal_series_truncate(&in.ev, &in.series, in.original_local, in.original_ms) != 0 ||
             cal_event_resolve(&in.ev, c.tz, msg, sizeof msg, field, sizeof field) != 0) {
             http_send_error(r, 400, "invalid_value", "original_start", "the series cannot be cut there");
         } else if (cal_overrides_drop_from(c.db, in.ev.id, in.original_ms) != CAL_OK ||
                    cal_event_save(c.db, &in.ev, false) != CAL_OK) {
-            cal_http_db_error(&c);
+            cal_req_db_error(&c);
         } else {
             http_send_empty(r, 204);
         }
     } else {
-        int64_t *grown = realloc(in.ev.exdates, (in.ev.nexdates + 1) * sizeof *grown);
-        if (!grown) {
-            cal_event_free(&in.ev);
-            return cal_http_db_error(&c);
-        }
-        in.ev.exdates = grown;
-        size_t i = in.ev.nexdates++;
-        while (i > 0 && grown[i - 1] > in.original_local) grown[i] = grown[i - 1], i--;
-        grown[i] = in.original_local;
-        if (in.ev.nexdates > CAL_MAX_DATES)
+        int rc = cal_event_add_exdate(&in.ev, in.original_local);
+        if (rc == CAL_CONFLICT)
             http_send_error(r, 409, "too_many", "original_start", "a series has at most %d EXDATEs", CAL_MAX_DATES);
+        else if (rc != CAL_OK)
+            http_send_error(r, 503, "unavailable", NULL, "out of memory");
         else if (cal_event_resolve(&in.ev, c.tz, msg, sizeof msg, field, sizeof field) != 0 ||
                  cal_override_delete(c.db, in.ev.id, in.original_ms) != CAL_OK ||
                  cal_event_save(c.db, &in.ev, false) != CAL_OK)
-            cal_http_db_error(&c);
+            cal_req_db_error(&c);
         else
             http_send_empty(r, 204);
     }
@@ -627,64 +589,17 @@ static void handle_instance_delete(http_req *r)
 }
 
 /* Splits the series at the instance: the old one ends before it, a new one
- * starts there with the edits applied. Both in one transaction. */
-static void split_series(ctx *c, instance *in, const json_t *body)
+ * starts there with the edits applied (cal_edit.c). Answers. */
+static void split_series(cal_req *c, cal_instance *in, const json_t *body)
 {
     http_err e;
     cal_input seen;
     char msg[200], field[64];
-    cal_event next = {0};
+    cal_event next;
     cal_event *old = &in->ev;
-    /* The new series: a copy starting at the instance. */
-    next.calendar_id = old->calendar_id;
-    next.created_by = old->created_by;
-    next.id = base_id_new();
-    char id[17], uid[300];
-    base_id_format(next.id, id);
-    snprintf(uid, sizeof uid, "%.200s_R%s", old->ical_uid, id);
-    next.ical_uid = strdup(uid);
-    next.summary = strdup(old->summary ? old->summary : "");
-    next.description = strdup(old->description ? old->description : "");
-    next.location = strdup(old->location ? old->location : "");
-    snprintf(next.status, sizeof next.status, "%s", old->status);
-    next.all_day = old->all_day;
-    snprintf(next.time_zone, sizeof next.time_zone, "%s", old->time_zone);
-    snprintf(next.calendar_zone, sizeof next.calendar_zone, "%s", old->calendar_zone);
-    civil_from_seconds(in->original_local, &next.start_local);
-    civil_from_seconds(civil_to_seconds(&old->end_local) - civil_to_seconds(&old->start_local) + in->original_local,
-                       &next.end_local);
-    next.rrule = old->rrule ? strdup(old->rrule) : NULL;
-    next.nreminders = old->nreminders;
-    memcpy(next.reminders, old->reminders, sizeof next.reminders);
-    next.attendees = calloc((size_t)old->nattendees + 1, sizeof *next.attendees);
-    if (next.attendees && old->nattendees)
-        memcpy(next.attendees, old->attendees, (size_t)old->nattendees * sizeof *next.attendees);
-    next.nattendees = next.attendees ? old->nattendees : 0;
-    for (size_t i = 0; i < old->nrdates; i++)
-        if (old->rdates[i] > in->original_local) {
-            int64_t *g = realloc(next.rdates, (next.nrdates + 1) * sizeof *g);
-            if (g) next.rdates = g, next.rdates[next.nrdates++] = old->rdates[i];
-        }
-    for (size_t i = 0; i < old->nexdates; i++)
-        if (old->exdates[i] > in->original_local) {
-            int64_t *g = realloc(next.exdates, (next.nexdates + 1) * sizeof *g);
-            if (g) next.exdates = g, next.exdates[next.nexdates++] = old->exdates[i];
-        }
-    rrule r;
-    if (next.rrule && rrule_parse(next.rrule, strlen(next.rrule), &r, msg, sizeof msg) == 0 &&
-        (r.has & RRULE_HAS_COUNT)) {
-        uint32_t total = r.count;
-        if (truncate_before(c, in, old) != 0) goto fail;
-        rrule_parse(old->rrule, strlen(old->rrule), &r, msg, sizeof msg);
-        uint32_t before = r.count;
-        rrule_parse(next.rrule, strlen(next.rrule), &r, msg, sizeof msg);
-        r.count = total > before ? total - before : 1;
-        size_t need = rrule_format(&r, NULL, 0) + 1;
-        free(next.rrule);
-        next.rrule = malloc(need);
-        if (next.rrule) rrule_format(&r, next.rrule, need);
-    } else if (truncate_before(c, in, old) != 0) {
-        goto fail;
+    if (cal_series_split(old, &in->series, in->original_local, in->original_ms, base_id_new(), &next) != 0) {
+        http_send_error(c->r, 400, "invalid_value", "original_start", "the series cannot be split there");
+        goto out;
     }
     if (cal_json_apply(c->db, c->tz, body, false, old->calendar_zone, &next, &seen, &e) != 0) {
         http_send_err(c->r, &e);
@@ -695,34 +610,24 @@ static void split_series(ctx *c, instance *in, const json_t *body)
         http_send_error(c->r, 400, "invalid_value", field, "%s", msg);
         goto out;
     }
-    if (store_begin(c->db) != STORE_OK) goto dberr;
     bool moved_times = seen.has_start || seen.has_end || seen.has_recurrence;
-    if (cal_event_save_tx(c->db, old, false) != CAL_OK || cal_event_save_tx(c->db, &next, true) != CAL_OK ||
-        (moved_times ? cal_overrides_drop_from(c->db, old->id, in->original_ms)
-                     : cal_overrides_move(c->db, old->id, next.id, in->original_ms)) != CAL_OK) {
-        store_rollback(c->db);
-        goto dberr;
-    }
-    if (store_commit(c->db) != STORE_OK) goto dberr;
     bool org;
     cal_event fresh;
-    if (cal_event_load(c->db, c->me, next.id, &fresh, &org) != CAL_OK) goto dberr;
+    if (cal_series_split_save(c->db, old, &next, in->original_ms, moved_times) != CAL_OK ||
+        cal_event_load(c->db, c->me, next.id, &fresh, &org) != CAL_OK) {
+        cal_req_db_error(c);
+        goto out;
+    }
     send_event(c, 200, &fresh);
     cal_event_free(&fresh);
-    goto out;
-fail:
-    http_send_error(c->r, 400, "invalid_value", "original_start", "the series cannot be split there");
-    goto out;
-dberr:
-    cal_http_db_error(c);
 out:
     cal_event_free(&next);
 }
 
-static void handle_instance_patch(http_req *r)
+static void handle_instance_patch(http_req *r, void *arg)
 {
-    ctx c = cal_http_ctx(r);
-    instance in;
+    cal_req c = cal_req_of(arg, r);
+    cal_instance in;
     http_err e;
     char scope[16] = "";
     if (http_query(r, "scope", scope, sizeof scope) < 0 || (scope[0] && strcmp(scope, "following")))
@@ -746,7 +651,7 @@ static void handle_instance_patch(http_req *r)
         }
         if (override_apply(&c, &in, body, &o, &e) != 0) http_send_err(r, &e);
         else if (cal_override_save(c.db, &o, in.ev.all_day) != CAL_OK || cal_event_touch(c.db, in.ev.id) != CAL_OK)
-            cal_http_db_error(&c);
+            cal_req_db_error(&c);
         else
             send_instance(&c, &in, &o);
         cal_override_free(&o);
@@ -757,10 +662,10 @@ static void handle_instance_patch(http_req *r)
 
 /* ---- invitations -------------------------------------------------------- */
 
-static void handle_rsvp(http_req *r)
+static void handle_rsvp(http_req *r, void *arg)
 {
     static const char *const fields[] = {"status", "reminders", NULL};
-    ctx c = cal_http_ctx(r);
+    cal_req c = cal_req_of(arg, r);
     http_err e;
     cal_event ev;
     if (!load_event(&c, &ev, false)) return;
@@ -769,7 +674,7 @@ static void handle_rsvp(http_req *r)
     cal_reminder rem[CAL_MAX_REMINDERS];
     int nrem = 0;
     json_t *body = http_json_body(r, &e), *rj = NULL;
-    if (!body || json_only_fields(body, fields, &e) || json_field_str(body, "status", true, 16, &status, &e)) goto bad;
+    if (!body || http_json_only(body, fields, &e) || http_json_str(body, "status", true, 16, &status, &e)) goto bad;
     if (cal_response_parse(status, &resp) != 0) {
         http_err_set(&e, 400, "invalid_value", "status", "status must be needs_action, accepted, declined or tentative");
         goto bad;
@@ -782,11 +687,11 @@ static void handle_rsvp(http_req *r)
         goto bad;
     }
     if (rc != CAL_OK || cal_event_touch(c.db, ev.id) != CAL_OK) {
-        cal_http_db_error(&c);
+        cal_req_db_error(&c);
     } else {
         cal_event fresh;
         bool org;
-        if (cal_event_load(c.db, c.me, ev.id, &fresh, &org) != CAL_OK) cal_http_db_error(&c);
+        if (cal_event_load(c.db, c.me, ev.id, &fresh, &org) != CAL_OK) cal_req_db_error(&c);
         else send_event(&c, 200, &fresh), cal_event_free(&fresh);
     }
     json_decref(body);
@@ -808,7 +713,7 @@ static bool body_instant(const json_t *body, const char *name, int64_t *ms, http
 {
     const char *s;
     rfc3339 t;
-    if (json_field_str(body, name, true, 40, &s, e) != 0) return false;
+    if (http_json_str(body, name, true, 40, &s, e) != 0) return false;
     if (rfc3339_parse(s, strlen(s), &t) != 0 || !t.has_offset) {
         http_err_set(e, 400, "invalid_value", name, "%s must be an RFC 3339 instant with an offset", name);
         return false;
@@ -817,7 +722,7 @@ static bool body_instant(const json_t *body, const char *name, int64_t *ms, http
     return true;
 }
 
-static json_t *busy_of(ctx *c, int64_t who, int64_t from, int64_t to)
+static json_t *busy_of(cal_req *c, int64_t who, int64_t from, int64_t to)
 {
     cal_query q = {.viewer = who, .from_ms = from, .to_ms = to, .limit = FREEBUSY_MAX_INTERVALS, .busy_only = true};
     cal_listing l;
@@ -840,14 +745,14 @@ static json_t *busy_of(ctx *c, int64_t who, int64_t from, int64_t to)
     return busy;
 }
 
-static void handle_freebusy(http_req *r)
+static void handle_freebusy(http_req *r, void *arg)
 {
     static const char *const fields[] = {"users", "from", "to", NULL};
-    ctx c = cal_http_ctx(r);
+    cal_req c = cal_req_of(arg, r);
     http_err e;
     int64_t from, to;
     json_t *body = http_json_body(r, &e), *users;
-    if (!body || json_only_fields(body, fields, &e) || !body_instant(body, "from", &from, &e) ||
+    if (!body || http_json_only(body, fields, &e) || !body_instant(body, "from", &from, &e) ||
         !body_instant(body, "to", &to, &e))
         goto bad;
     if (to <= from || to - from > (int64_t)FREEBUSY_MAX_DAYS * 86400000) {
@@ -877,7 +782,7 @@ static void handle_freebusy(http_req *r)
         if (rc == CAL_ERROR || (rc == CAL_OK && !busy)) {
             json_decref(out);
             json_decref(body);
-            return cal_http_db_error(&c);
+            return cal_req_db_error(&c);
         }
         json_object_set_new(out, key, busy ? json_pack("{s:o}", "busy", busy)
                                           : json_pack("{s:s,s:[]}", "error", "not_found", "busy"));
@@ -893,40 +798,42 @@ bad:
     http_send_err(r, &e);
 }
 
-/* Writes then recompute the reminders of what they changed (the write's
- * triggers marked the events; see src/notify). The thread is read before
- * the handler runs: the request may be gone once it has answered. */
-#define THEN_REMINDERS(h)                                                                                   \
-    static void h##_reminders(http_req *r)                                                                  \
+/* A write, then the news of it (cal_changes): the triggers of the write
+ * marked what changed; the listeners (the reminders' recompute) act on the
+ * marks. The loop is read before the handler runs: the request may be
+ * gone once it has answered. */
+#define THEN_ANNOUNCE(h)                                                                                    \
+    static void h##_announced(http_req *r, void *arg)                                                       \
     {                                                                                                       \
-        app_thread *t = r->thread;                                                                          \
-        h(r);                                                                                               \
-        app_calendar_changed(t);                                                                            \
+        cal_http *cal = arg;                                                                                \
+        int loop = r->loop;                                                                                 \
+        h(r, arg);                                                                                          \
+        cal_changed(&cal->changes, store_pool_at(cal->dbs, loop));                                          \
     }
-THEN_REMINDERS(handle_calendar_delete)
-THEN_REMINDERS(handle_event_create)
-THEN_REMINDERS(handle_event_patch)
-THEN_REMINDERS(handle_event_delete)
-THEN_REMINDERS(handle_instance_patch)
-THEN_REMINDERS(handle_instance_delete)
-THEN_REMINDERS(handle_rsvp)
+THEN_ANNOUNCE(handle_calendar_delete)
+THEN_ANNOUNCE(handle_event_create)
+THEN_ANNOUNCE(handle_event_patch)
+THEN_ANNOUNCE(handle_event_delete)
+THEN_ANNOUNCE(handle_instance_patch)
+THEN_ANNOUNCE(handle_instance_delete)
+THEN_ANNOUNCE(handle_rsvp)
 
-void calendar_http_register(http_server *s)
+void calendar_http_register(cal_http *c, http_server *s)
 {
     const unsigned A = HTTP_ROUTE_AUTH;
-    http_route(s, HTTP_GET, "/v1/calendars", handle_calendars_list, A);
-    http_route(s, HTTP_POST, "/v1/calendars", handle_calendar_create, A);
-    http_route(s, HTTP_GET, "/v1/calendars/{id}", handle_calendar_get, A);
-    http_route(s, HTTP_DELETE, "/v1/calendars/{id}", handle_calendar_delete_reminders, A);
-    http_route(s, HTTP_GET, "/v1/events", handle_events_list, A);
-    http_route(s, HTTP_POST, "/v1/events", handle_event_create_reminders, A);
-    http_route(s, HTTP_GET, "/v1/events/{id}", handle_event_get, A);
-    http_route(s, HTTP_PATCH, "/v1/events/{id}", handle_event_patch_reminders, A);
-    http_route(s, HTTP_DELETE, "/v1/events/{id}", handle_event_delete_reminders, A);
-    http_route(s, HTTP_GET, "/v1/events/{id}/instances", handle_instances_list, A);
-    http_route(s, HTTP_PATCH, "/v1/events/{id}/instances/{original_start}", handle_instance_patch_reminders, A);
-    http_route(s, HTTP_DELETE, "/v1/events/{id}/instances/{original_start}", handle_instance_delete_reminders, A);
-    http_route(s, HTTP_POST, "/v1/events/{id}/rsvp", handle_rsvp_reminders, A);
-    http_route(s, HTTP_POST, "/v1/freebusy", handle_freebusy, A);
-    ical_http_register(s);
+    http_route(s, HTTP_GET, "/v1/calendars", handle_calendars_list, c, A);
+    http_route(s, HTTP_POST, "/v1/calendars", handle_calendar_create, c, A);
+    http_route(s, HTTP_GET, "/v1/calendars/{id}", handle_calendar_get, c, A);
+    http_route(s, HTTP_DELETE, "/v1/calendars/{id}", handle_calendar_delete_announced, c, A);
+    http_route(s, HTTP_GET, "/v1/events", handle_events_list, c, A);
+    http_route(s, HTTP_POST, "/v1/events", handle_event_create_announced, c, A);
+    http_route(s, HTTP_GET, "/v1/events/{id}", handle_event_get, c, A);
+    http_route(s, HTTP_PATCH, "/v1/events/{id}", handle_event_patch_announced, c, A);
+    http_route(s, HTTP_DELETE, "/v1/events/{id}", handle_event_delete_announced, c, A);
+    http_route(s, HTTP_GET, "/v1/events/{id}/instances", handle_instances_list, c, A);
+    http_route(s, HTTP_PATCH, "/v1/events/{id}/instances/{original_start}", handle_instance_patch_announced, c, A);
+    http_route(s, HTTP_DELETE, "/v1/events/{id}/instances/{original_start}", handle_instance_delete_announced, c, A);
+    http_route(s, HTTP_POST, "/v1/events/{id}/rsvp", handle_rsvp_announced, c, A);
+    http_route(s, HTTP_POST, "/v1/freebusy", handle_freebusy, c, A);
+    ical_http_register(c, s);
 }

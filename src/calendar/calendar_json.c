@@ -23,12 +23,12 @@ int cal_json_time(tz_db *tz, const json_t *obj, const char *field, const char *d
         http_err_set(err, 400, "wrong_type", field, "%s must be an object with date or date_time", field);
         return -1;
     }
-    if (json_only_fields(obj, fields, err) != 0) goto named;
+    if (http_json_only(obj, fields, err) != 0) goto named;
     const char *date = NULL, *dt = NULL, *tzname = NULL;
     snprintf(sub, sizeof sub, "%s.date", field);
-    if (json_field_str(obj, "date", false, 10, &date, err) != 0) goto named;
-    if (json_field_str(obj, "date_time", false, 40, &dt, err) != 0) goto named;
-    if (json_field_str(obj, "time_zone", false, CAL_ZONE_MAX - 1, &tzname, err) != 0) goto named;
+    if (http_json_str(obj, "date", false, 10, &date, err) != 0) goto named;
+    if (http_json_str(obj, "date_time", false, 40, &dt, err) != 0) goto named;
+    if (http_json_str(obj, "time_zone", false, CAL_ZONE_MAX - 1, &tzname, err) != 0) goto named;
     if (!date == !dt) {
         http_err_set(err, 400, "invalid_value", field, "%s needs exactly one of date and date_time", field);
         return -1;
@@ -216,8 +216,8 @@ int cal_json_reminders(const json_t *arr, const char *field, cal_reminder *out, 
             http_err_set(err, 400, "wrong_type", sub, "%s must be an object", sub);
             return -1;
         }
-        if (json_only_fields(v, fields, err) || json_field_str(v, "method", true, 7, &method, err) ||
-            json_field_int(v, "minutes_before", true, 0, CAL_MAX_REMINDER_MINUTES, &minutes, NULL, err))
+        if (http_json_only(v, fields, err) || http_json_str(v, "method", true, 7, &method, err) ||
+            http_json_int(v, "minutes_before", true, 0, CAL_MAX_REMINDER_MINUTES, &minutes, NULL, err))
             goto named;
         if (strcmp(method, "push") && strcmp(method, "email") && strcmp(method, "webhook")) {
             http_err_set(err, 400, "invalid_value", "method", "method must be push, email or webhook");
@@ -256,9 +256,9 @@ static int parse_attendees(store *db, const json_t *arr, cal_event *e, http_err 
         const char *email, *uid;
         int64_t id = 0;
         snprintf(sub, sizeof sub, "attendees[%zu]", i);
-        if (!json_is_object(v) || json_only_fields(v, fields, err) ||
-            json_field_str(v, "email", false, 254, &email, err) ||
-            json_field_str(v, "user_id", false, 16, &uid, err)) {
+        if (!json_is_object(v) || http_json_only(v, fields, err) ||
+            http_json_str(v, "email", false, 254, &email, err) ||
+            http_json_str(v, "user_id", false, 16, &uid, err)) {
             if (!json_is_object(v)) http_err_set(err, 400, "wrong_type", "", "must be an object");
             http_err_prefix(err, sub);
             return -1;
@@ -297,7 +297,7 @@ static int take_str(const json_t *body, const char *name, size_t max, char **dst
     if (!raw) return 0;
     *seen = true;
     if (json_is_string(raw) && json_string_length(raw) == 0) v = ""; /* clearing is fine */
-    else if (json_field_str(body, name, false, max, &v, err) != 0) return -1;
+    else if (http_json_str(body, name, false, max, &v, err) != 0) return -1;
     free(*dst);
     *dst = strdup(v ? v : "");
     return 0;
@@ -309,14 +309,14 @@ int cal_json_apply(store *db, tz_db *tz, const json_t *body, bool create, const 
     static const char *const fields[] = {"summary", "description", "location", "start", "end", "recurrence",
                                          "status", "attendees", "reminders", "calendar_id", "ical_uid", NULL};
     memset(seen, 0, sizeof *seen);
-    if (json_only_fields(body, fields, err) ||
+    if (http_json_only(body, fields, err) ||
         take_str(body, "summary", CAL_SUMMARY_MAX, &e->summary, &seen->has_summary, err) ||
         take_str(body, "description", CAL_DESCRIPTION_MAX, &e->description, &seen->has_description, err) ||
         take_str(body, "location", CAL_LOCATION_MAX, &e->location, &seen->has_location, err))
         return -1;
     const char *uid, *status;
-    if (json_field_str(body, "ical_uid", false, CAL_UID_MAX, &uid, err) ||
-        json_field_str(body, "status", false, 11, &status, err))
+    if (http_json_str(body, "ical_uid", false, CAL_UID_MAX, &uid, err) ||
+        http_json_str(body, "status", false, 11, &status, err))
         return -1;
     if (uid) {
         seen->has_uid = true;
@@ -476,9 +476,9 @@ static void write_attendees(jsonw *w, const cal_event *e, int64_t viewer)
 }
 
 /* What an instance may override; the series' values otherwise. */
-typedef struct shown {
+typedef struct cal_shown {
     const char *summary, *description, *location, *status;
-} shown;
+} cal_shown;
 
 /* Members every instance of an event repeats unchanged. */
 static void write_const(jsonw *w, const cal_event *e, int64_t viewer)
@@ -486,8 +486,8 @@ static void write_const(jsonw *w, const cal_event *e, int64_t viewer)
     char cal[17], org[17], created[32], updated[32];
     base_id_format(e->calendar_id, cal);
     base_id_format(e->created_by, org);
-    base_format_rfc3339_ms(e->created_ms, created, sizeof created);
-    base_format_rfc3339_ms(e->updated_ms, updated, sizeof updated);
+    rfc3339_format_ms(e->created_ms, created, sizeof created);
+    rfc3339_format_ms(e->updated_ms, updated, sizeof updated);
     jw_kplain(w, "calendar_id", cal);
     jw_kstr(w, "ical_uid", e->ical_uid);
     jw_key(w, "organizer");
@@ -503,7 +503,7 @@ static void write_const(jsonw *w, const cal_event *e, int64_t viewer)
     jw_kplain(w, "updated", updated);
 }
 
-static void write_shown(jsonw *w, const shown *v)
+static void write_shown(jsonw *w, const cal_shown *v)
 {
     jw_kstr(w, "summary", v->summary);
     jw_kstr(w, "description", v->description);
@@ -536,14 +536,14 @@ static void const_thunk(jsonw *w, const void *e, int64_t viewer)
 static void shown_thunk(jsonw *w, const void *e, int64_t viewer)
 {
     const cal_event *ev = e;
-    shown v = {ev->summary, ev->description, ev->location, ev->status};
+    cal_shown v = {ev->summary, ev->description, ev->location, ev->status};
     (void)viewer;
     write_shown(w, &v);
 }
 
 /* The event's id-less members; cached on the event for its next instance.
  * The cache is rendering state, not data, hence the cast. */
-static void write_base(jsonw *w, const cal_event *e, const char *id, const shown *v, int64_t viewer)
+static void write_base(jsonw *w, const cal_event *e, const char *id, const cal_shown *v, int64_t viewer)
 {
     cal_event *m = (cal_event *)e;
     jw_kplain(w, "id", id);
@@ -571,7 +571,7 @@ void cal_write_event(jsonw *w, const cal_event *e, tz_db *tz, int64_t viewer)
 {
     char id[17];
     base_id_format(e->id, id);
-    shown v = {e->summary, e->description, e->location, e->status};
+    cal_shown v = {e->summary, e->description, e->location, e->status};
     const tz_zone *z = zone_of(e, tz);
     int64_t start = tz_local_to_utc(z, civil_to_seconds(&e->start_local));
     int64_t end = tz_local_to_utc(z, civil_to_seconds(&e->end_local));
@@ -591,7 +591,7 @@ void cal_write_item(jsonw *w, const cal_item *it, tz_db *tz, int64_t viewer)
         return;
     }
     const cal_override *o = it->ov;
-    shown v = {e->summary, e->description, e->location, e->status};
+    cal_shown v = {e->summary, e->description, e->location, e->status};
     if (o && o->summary) v.summary = o->summary;
     if (o && o->description) v.description = o->description;
     if (o && o->location) v.location = o->location;
@@ -626,7 +626,7 @@ json_t *cal_json_calendar(const cal_calendar *c)
 {
     char id[17], created[32];
     base_id_format(c->id, id);
-    base_format_rfc3339_ms(c->created_ms, created, sizeof created);
+    rfc3339_format_ms(c->created_ms, created, sizeof created);
     return json_pack("{s:s,s:s,s:s,s:b,s:s}", "id", id, "summary", c->summary, "time_zone", c->time_zone, "primary",
                      c->primary, "created", created);
 }

@@ -12,14 +12,13 @@
  * working feed URLs. An export holds the events stored in that calendar
  * (the owner's); invitations from other people live in their organizers'
  * calendars and are not copied, as in Google Calendar's export. */
-#include "calendar/ical_http.h"
+#include "calendar/cal_http.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#include "app.h"
 #include "base/base.h"
 #include "calendar/cal_ical.h"
 #include "calendar/cal_http.h"
@@ -28,14 +27,14 @@
 #define FEED_TOKEN_BYTES 32
 
 /* The caller's own calendar {id}; answers 404/503 and returns false otherwise. */
-static bool own_calendar(ctx *c, cal_calendar *cal)
+static bool own_calendar(cal_req *c, cal_calendar *cal)
 {
     int64_t id;
     int rc = base_id_parse(c->r->params[0].ptr, c->r->params[0].len, &id) == 0 ? cal_calendar_get(c->db, c->me, id, cal)
                                                                                : CAL_NOT_FOUND;
     if (rc == CAL_OK) return true;
     if (rc == CAL_NOT_FOUND) http_send_error(c->r, 404, "not_found", NULL, "no such calendar");
-    else cal_http_db_error(c);
+    else cal_req_db_error(c);
     return false;
 }
 
@@ -56,12 +55,12 @@ static bool etag_seen(http_req *r, const char *etag)
 
 /* The whole file is built in memory: an export is bounded by what the
  * calendar holds, and the ETag needs all of it anyway. */
-static void send_calendar(ctx *c, const cal_calendar *cal, bool attachment)
+static void send_calendar(cal_req *c, const cal_calendar *cal, bool attachment)
 {
     cal_listing l;
     if (cal_calendar_events(c->db, cal->id, &l) != CAL_OK) {
         cal_listing_free(&l);
-        return cal_http_db_error(c);
+        return cal_req_db_error(c);
     }
     size_t len;
     char *text = ical_write(cal, l.events, l.nevents, l.overrides, l.noverrides, c->tz, base_now_ms(), &len);
@@ -81,18 +80,18 @@ static void send_calendar(ctx *c, const cal_calendar *cal, bool attachment)
     free(text);
 }
 
-static void handle_export(http_req *r)
+static void handle_export(http_req *r, void *arg)
 {
-    ctx c = cal_http_ctx(r);
+    cal_req c = cal_req_of(arg, r);
     cal_calendar cal;
     if (own_calendar(&c, &cal)) send_calendar(&c, &cal, true);
 }
 
 /* ---- feed --------------------------------------------------------------- */
 
-static void handle_feed_create(http_req *r)
+static void handle_feed_create(http_req *r, void *arg)
 {
-    ctx c = cal_http_ctx(r);
+    cal_req c = cal_req_of(arg, r);
     cal_calendar cal;
     if (!own_calendar(&c, &cal)) return;
     unsigned char raw[FEED_TOKEN_BYTES];
@@ -102,25 +101,25 @@ static void handle_feed_create(http_req *r)
     base_sha256_hex(token, strlen(token), hash);
     int rc = cal_feed_set(c.db, c.me, cal.id, hash);
     if (rc == CAL_NOT_FOUND) return http_send_error(r, 404, "not_found", NULL, "no such calendar");
-    if (rc != CAL_OK) return cal_http_db_error(&c);
+    if (rc != CAL_OK) return cal_req_db_error(&c);
     snprintf(url, sizeof url, "/v1/feeds/%s.ics", token);
     http_send_json(r, 201, json_pack("{s:s}", "url", url));
 }
 
-static void handle_feed_delete(http_req *r)
+static void handle_feed_delete(http_req *r, void *arg)
 {
-    ctx c = cal_http_ctx(r);
+    cal_req c = cal_req_of(arg, r);
     cal_calendar cal;
     if (!own_calendar(&c, &cal)) return;
     int rc = cal_feed_set(c.db, c.me, cal.id, NULL);
     if (rc == CAL_NOT_FOUND) return http_send_error(r, 404, "not_found", NULL, "no such calendar");
-    if (rc != CAL_OK) return cal_http_db_error(&c);
+    if (rc != CAL_OK) return cal_req_db_error(&c);
     http_send_empty(r, 204);
 }
 
-static void handle_feed_get(http_req *r)
+static void handle_feed_get(http_req *r, void *arg)
 {
-    ctx c = cal_http_ctx(r);
+    cal_req c = cal_req_of(arg, r);
     http_str t = r->params[0];
     if (t.len > 4 && strncasecmp(t.ptr + t.len - 4, ".ics", 4) == 0) t.len -= 4;
     bool hex = t.len == 2 * FEED_TOKEN_BYTES;
@@ -134,7 +133,7 @@ static void handle_feed_get(http_req *r)
         rc = cal_feed_lookup(c.db, hash, &cal);
     }
     if (rc == CAL_NOT_FOUND) return http_send_error(r, 404, "not_found", NULL, "no such feed");
-    if (rc != CAL_OK) return cal_http_db_error(&c);
+    if (rc != CAL_OK) return cal_req_db_error(&c);
     send_calendar(&c, &cal, false);
 }
 
@@ -153,7 +152,7 @@ static void send_ical_error(http_req *r, const ical_err *e)
 /* Attendees as registered users (by email); others are dropped and
  * counted. Their answers stay theirs: new invitees start at needs_action,
  * answers already given are kept. */
-static int map_attendees(ctx *c, cal_event *e, size_t *ignored)
+static int map_attendees(cal_req *c, cal_event *e, size_t *ignored)
 {
     int k = 0;
     for (int i = 0; i < e->nattendees; i++) {
@@ -174,7 +173,7 @@ typedef struct import_counts {
 } import_counts;
 
 /* Saves every series inside the caller's transaction. */
-static int save_all(ctx *c, const cal_calendar *cal, ical_import *im, import_counts *n)
+static int save_all(cal_req *c, const cal_calendar *cal, ical_import *im, import_counts *n)
 {
     for (size_t i = 0; i < im->nseries; i++) {
         ical_series_in *s = &im->series[i];
@@ -219,9 +218,9 @@ static bool is_text_calendar(http_req *r)
            (h.len == 13 || h.ptr[13] == ';' || h.ptr[13] == ' ');
 }
 
-static void handle_import(http_req *r)
+static void handle_import(http_req *r, void *arg)
 {
-    ctx c = cal_http_ctx(r);
+    cal_req c = cal_req_of(arg, r);
     cal_calendar cal;
     if (!is_text_calendar(r))
         return http_send_error(r, 415, "unsupported_media_type", "content-type", "send the file as text/calendar");
@@ -237,11 +236,11 @@ static void handle_import(http_req *r)
         ical_import_free(&im);
         if (rc == CAL_CONFLICT)
             return http_send_error(r, 409, "conflict", NULL, "another import changed this calendar; try again");
-        return cal_http_db_error(&c);
+        return cal_req_db_error(&c);
     }
     if (store_commit(c.db) != STORE_OK) {
         ical_import_free(&im);
-        return cal_http_db_error(&c);
+        return cal_req_db_error(&c);
     }
     json_t *skipped = json_array();
     for (size_t i = 0; i < im.nskips; i++)
@@ -254,21 +253,22 @@ static void handle_import(http_req *r)
     http_send_json(r, 200, out);
 }
 
-/* An import then recomputes the reminders of what it wrote (see
- * calendar_http.c's THEN_REMINDERS). */
-static void handle_import_reminders(http_req *r)
+/* An import, then the news of what it wrote (see calendar_http.c's
+ * THEN_ANNOUNCE). */
+static void handle_import_announced(http_req *r, void *arg)
 {
-    app_thread *t = r->thread;
-    handle_import(r);
-    app_calendar_changed(t);
+    cal_http *cal = arg;
+    int loop = r->loop;
+    handle_import(r, arg);
+    cal_changed(&cal->changes, store_pool_at(cal->dbs, loop));
 }
 
-void ical_http_register(http_server *s)
+void ical_http_register(cal_http *c, http_server *s)
 {
     const unsigned A = HTTP_ROUTE_AUTH;
-    http_route(s, HTTP_GET, "/v1/calendars/{id}/export.ics", handle_export, A);
-    http_route(s, HTTP_POST, "/v1/calendars/{id}/import", handle_import_reminders, A);
-    http_route(s, HTTP_POST, "/v1/calendars/{id}/feed", handle_feed_create, A);
-    http_route(s, HTTP_DELETE, "/v1/calendars/{id}/feed", handle_feed_delete, A);
-    http_route(s, HTTP_GET, "/v1/feeds/{token}", handle_feed_get, HTTP_ROUTE_SECRET);
+    http_route(s, HTTP_GET, "/v1/calendars/{id}/export.ics", handle_export, c, A);
+    http_route(s, HTTP_POST, "/v1/calendars/{id}/import", handle_import_announced, c, A);
+    http_route(s, HTTP_POST, "/v1/calendars/{id}/feed", handle_feed_create, c, A);
+    http_route(s, HTTP_DELETE, "/v1/calendars/{id}/feed", handle_feed_delete, c, A);
+    http_route(s, HTTP_GET, "/v1/feeds/{token}", handle_feed_get, c, HTTP_ROUTE_SECRET);
 }

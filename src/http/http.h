@@ -38,7 +38,7 @@ typedef struct http_req {
     http_str body;
     http_str params[HTTP_MAX_PARAMS]; /* {name} segments of the route, in order */
     int nparams;
-    void *thread;    /* the per-thread application state (see http_server_new) */
+    int loop;        /* the event loop running the handler (see server.h) */
     int64_t user_id; /* set by the authenticator on routes that need a user */
     char request_id[32];
     /* Internals of the server; handlers leave them alone. */
@@ -74,6 +74,9 @@ void http_send_json(http_req *r, int status, json_t *json);
 void http_send_error(http_req *r, int status, const char *code, const char *field, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 void http_send_err(http_req *r, const http_err *e);
+/* 503 "the database did not answer; try again", with the database's own
+ * message (dberr) logged under the request id, never shown to the client. */
+void http_send_db_error(http_req *r, const char *dberr);
 /* Qualifies e->field with its parent: "start" + "date" -> "start.date"
  * (prefix alone when the field is empty). Truncates, never overflows. */
 void http_err_prefix(http_err *e, const char *prefix);

@@ -14,10 +14,10 @@ json_t *http_json_body(const http_req *r, http_err *e)
                      "the body must be sent as Content-Type: application/json");
         return NULL;
     }
-    return json_decode_object(r->body.ptr, r->body.len, e);
+    return http_json_decode(r->body.ptr, r->body.len, e);
 }
 
-json_t *json_decode_object(const char *text, size_t len, http_err *e)
+json_t *http_json_decode(const char *text, size_t len, http_err *e)
 {
     json_error_t je;
     if (len == 0) {
@@ -40,7 +40,7 @@ json_t *json_decode_object(const char *text, size_t len, http_err *e)
     return j;
 }
 
-int json_only_fields(const json_t *obj, const char *const *allowed, http_err *e)
+int http_json_only(const json_t *obj, const char *const *allowed, http_err *e)
 {
     const char *key;
     json_t *v;
@@ -55,7 +55,7 @@ int json_only_fields(const json_t *obj, const char *const *allowed, http_err *e)
     return 0;
 }
 
-int json_field_str(const json_t *obj, const char *name, bool required, size_t max_len, const char **out,
+int http_json_str(const json_t *obj, const char *name, bool required, size_t max_len, const char **out,
                    http_err *e)
 {
     json_t *v = json_object_get(obj, name);
@@ -87,7 +87,7 @@ int json_field_str(const json_t *obj, const char *name, bool required, size_t ma
     return 0;
 }
 
-int json_field_int(const json_t *obj, const char *name, bool required, int64_t min, int64_t max, int64_t *out,
+int http_json_int(const json_t *obj, const char *name, bool required, int64_t min, int64_t max, int64_t *out,
                    bool *present, http_err *e)
 {
     json_t *v = json_object_get(obj, name);

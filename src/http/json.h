@@ -10,14 +10,14 @@
 #include "http/http.h"
 
 /* Parses text as a JSON object (400 invalid_json otherwise). Caller owns it. */
-json_t *json_decode_object(const char *text, size_t len, http_err *e);
+json_t *http_json_decode(const char *text, size_t len, http_err *e);
 /* Rejects any key not in the NULL-terminated list (400 unknown_field). */
-int json_only_fields(const json_t *obj, const char *const *allowed, http_err *e);
+int http_json_only(const json_t *obj, const char *const *allowed, http_err *e);
 /* A non-blank string of at most max_len bytes; *out is NULL when absent and
  * optional. The pointer lives as long as obj. */
-int json_field_str(const json_t *obj, const char *name, bool required, size_t max_len, const char **out,
+int http_json_str(const json_t *obj, const char *name, bool required, size_t max_len, const char **out,
                    http_err *e);
-int json_field_int(const json_t *obj, const char *name, bool required, int64_t min, int64_t max, int64_t *out,
+int http_json_int(const json_t *obj, const char *name, bool required, int64_t min, int64_t max, int64_t *out,
                    bool *present, http_err *e);
 
 #endif

@@ -32,14 +32,14 @@ void metrics_observe(http_metrics *m, int route, int status, int64_t elapsed_ns)
     atomic_fetch_add_explicit(&m->sum_us[route], (uint64_t)us, memory_order_relaxed);
 }
 
-typedef struct out {
+typedef struct metrics_out {
     char *buf;
     size_t len, cap;
     bool failed;
-} out;
+} metrics_out;
 
-static void put(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(out *o, const char *fmt, ...)
+static void put(metrics_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(metrics_out *o, const char *fmt, ...)
 {
     for (;;) {
         va_list ap;
@@ -61,7 +61,7 @@ static const char *route_name(const router *rt, int i)
     return i == ROUTER_MAX_ROUTES ? "unmatched" : rt->routes[i].pattern;
 }
 
-static void render_counts(out *o, http_metrics *m, const router *rt, int i)
+static void render_counts(metrics_out *o, http_metrics *m, const router *rt, int i)
 {
     for (int s = 0; s < METRICS_NSTATUS; s++) {
         uint64_t c = atomic_load_explicit(&m->count[i][s], memory_order_relaxed);
@@ -75,7 +75,7 @@ static void render_counts(out *o, http_metrics *m, const router *rt, int i)
     }
 }
 
-static void render_histogram(out *o, http_metrics *m, const router *rt, int i)
+static void render_histogram(metrics_out *o, http_metrics *m, const router *rt, int i)
 {
     uint64_t cum = 0;
     for (int b = 0; b < METRICS_NBUCKETS; b++) cum += atomic_load_explicit(&m->bucket[i][b], memory_order_relaxed);
@@ -97,9 +97,9 @@ static void render_histogram(out *o, http_metrics *m, const router *rt, int i)
         (unsigned long long)total);
 }
 
-char *metrics_render(http_metrics *m, const router *rt, void *thread_state, size_t *len)
+char *metrics_render(http_metrics *m, const router *rt, int loop, size_t *len)
 {
-    out o = {.cap = 8192};
+    metrics_out o = {.cap = 8192};
     o.buf = malloc(o.cap);
     if (!o.buf) return NULL;
     put(&o, "# HELP chime_http_requests_total HTTP requests by route and status.\n"
@@ -113,7 +113,7 @@ char *metrics_render(http_metrics *m, const router *rt, void *thread_state, size
     for (int g = 0; g < m->ngauges; g++) {
         const metrics_gauge *mg = &m->gauges[g];
         put(&o, "# HELP %s %s\n# TYPE %s gauge\n%s %.17g\n", mg->name, mg->help, mg->name, mg->name,
-            mg->fn(thread_state));
+            mg->fn(mg->arg, loop));
     }
     if (o.failed) {
         free(o.buf);

@@ -16,6 +16,7 @@ typedef struct metrics_gauge {
     char name[64];
     char help[128];
     http_gauge_fn fn;
+    void *arg;
 } metrics_gauge;
 
 typedef struct http_metrics {
@@ -29,6 +30,6 @@ typedef struct http_metrics {
 
 void metrics_observe(http_metrics *m, int route, int status, int64_t elapsed_ns);
 /* The whole exposition as a malloc'd string (caller frees), or NULL. */
-char *metrics_render(http_metrics *m, const router *rt, void *thread_state, size_t *len);
+char *metrics_render(http_metrics *m, const router *rt, int loop, size_t *len);
 
 #endif

@@ -5,7 +5,7 @@
 
 #include <string.h>
 
-int router_add(router *rt, unsigned methods, const char *pattern, http_handler_fn fn, unsigned flags)
+int router_add(router *rt, unsigned methods, const char *pattern, http_handler_fn fn, void *arg, unsigned flags)
 {
     if (rt->nroutes == ROUTER_MAX_ROUTES || pattern[0] != '/' || strlen(pattern) >= 128) return -1;
     router_route *r = &rt->routes[rt->nroutes];
@@ -14,6 +14,7 @@ int router_add(router *rt, unsigned methods, const char *pattern, http_handler_f
     r->methods = methods;
     r->flags = flags;
     r->fn = fn;
+    r->arg = arg;
     const char *p = r->pattern + 1;
     int nparams = 0;
     while (*p) {

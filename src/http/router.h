@@ -11,6 +11,7 @@ typedef struct router_route {
     unsigned methods;
     unsigned flags;
     http_handler_fn fn;
+    void *arg;
     char pattern[128];
     int nseg;
     struct { const char *ptr; size_t len; bool param; } seg[ROUTER_MAX_SEGMENTS];
@@ -21,7 +22,7 @@ typedef struct router {
     int nroutes;
 } router;
 
-int router_add(router *rt, unsigned methods, const char *pattern, http_handler_fn fn, unsigned flags);
+int router_add(router *rt, unsigned methods, const char *pattern, http_handler_fn fn, void *arg, unsigned flags);
 /* Returns the route index, -1 when no pattern matches (404), or -2 when a
  * pattern matches but not the method (405; *allowed gets the methods). */
 int router_match(const router *rt, http_method m, const char *path, size_t len, http_req *r,

@@ -26,6 +26,13 @@
 
 typedef struct loop_thread loop_thread;
 
+#define HTTP_MAX_LOOP_HOOKS 32
+
+typedef struct loop_hook {
+    http_loop_fn start, stop;
+    void *arg;
+} loop_hook;
+
 struct http_server {
     http_server_opts opts;
     router routes;
@@ -39,6 +46,10 @@ struct http_server {
     int nthreads;
     workers *pool;
     char id_prefix[12];
+    loop_hook hooks[HTTP_MAX_LOOP_HOOKS];
+    int nhooks;
+    http_auth_fn authenticate, admin;
+    void *auth_arg;
 };
 
 struct loop_thread {
@@ -54,7 +65,6 @@ struct loop_thread {
     h2o_multithread_receiver_t done_rx; /* deferred work that finished */
     h2o_multithread_receiver_t stop_rx;
     h2o_multithread_message_t stop_msg;
-    void *state;
     int pending; /* deferred requests not yet answered */
     bool stopping;
     uint64_t seq;
@@ -67,15 +77,15 @@ typedef struct chime_handler {
 
 /* A deferred request: owned by the loop thread until queued, then by the
  * worker, then by the loop thread again, which frees it after `done`. */
-typedef struct deferred {
+typedef struct http_deferred {
     h2o_multithread_message_t msg; /* first: the queue links through it */
     loop_thread *thread;
     http_req *req;   /* NULL once the client's request is gone */
-    struct deferred **guard;
+    struct http_deferred **guard;
     http_work_fn work;
     http_done_fn done;
     void *arg;
-} deferred;
+} http_deferred;
 
 static loop_thread *thread_of(h2o_req_t *req)
 {
@@ -212,6 +222,12 @@ void http_send_err(http_req *r, const http_err *e)
     http_send_json(r, e->status, json_pack("{s:o}", "error", err));
 }
 
+void http_send_db_error(http_req *r, const char *dberr)
+{
+    log_error("request %s: database: %s", r->request_id, dberr ? dberr : "?");
+    http_send_error(r, 503, "unavailable", NULL, "the database did not answer; try again");
+}
+
 void http_send_error(http_req *r, int status, const char *code, const char *field, const char *fmt, ...)
 {
     http_err e = {.status = status, .code = code};
@@ -303,13 +319,13 @@ void http_peer(const http_req *r, char *buf, size_t size)
 
 static void deferred_guard_dispose(void *p)
 {
-    deferred **slot = p;
+    http_deferred **slot = p;
     if (*slot) (*slot)->req = NULL;
 }
 
 static void deferred_run(void *p)
 {
-    deferred *d = p;
+    http_deferred *d = p;
     d->work(d->arg);
     h2o_multithread_send_message(&d->thread->done_rx, &d->msg);
 }
@@ -318,7 +334,7 @@ void http_defer(http_req *r, http_work_fn work, http_done_fn done, void *arg)
 {
     h2o_req_t *req = r->impl;
     loop_thread *t = thread_of(req);
-    deferred *d = calloc(1, sizeof *d);
+    http_deferred *d = calloc(1, sizeof *d);
     if (!d) {
         done(NULL, arg);
         http_send_error(r, 503, "unavailable", NULL, "out of memory");
@@ -348,7 +364,7 @@ static void on_deferred_done(h2o_multithread_receiver_t *rx, h2o_linklist_t *mes
     while (!h2o_linklist_is_empty(messages)) {
         h2o_multithread_message_t *m = H2O_STRUCT_FROM_MEMBER(h2o_multithread_message_t, link, messages->next);
         h2o_linklist_unlink(&m->link);
-        deferred *d = (deferred *)m;
+        http_deferred *d = (http_deferred *)m;
         d->thread->pending--;
         if (d->req) {
             *d->guard = NULL;
@@ -402,15 +418,21 @@ static void dispatch(http_server *srv, http_req *r)
         return;
     }
     const router_route *route = &srv->routes.routes[i];
-    if (route->flags & HTTP_ROUTE_AUTH) {
+    if (route->flags & (HTTP_ROUTE_AUTH | HTTP_ROUTE_ADMIN)) {
         http_err e;
-        if (!srv->opts.authenticate || srv->opts.authenticate(r, &e) != 0) {
+        http_err_set(&e, 401, "unauthorized", NULL, "this server checks no sign-ins");
+        if (!srv->authenticate || srv->authenticate(srv->auth_arg, r, &e) != 0) {
             if (e.status == 401) http_add_header(r, "WWW-Authenticate", "Bearer");
             http_send_err(r, &e);
             return;
         }
+        http_err_set(&e, 403, "forbidden", NULL, "this needs an admin");
+        if ((route->flags & HTTP_ROUTE_ADMIN) && (!srv->admin || srv->admin(srv->auth_arg, r, &e) != 0)) {
+            http_send_err(r, &e);
+            return;
+        }
     }
-    route->fn(r);
+    route->fn(r, route->arg);
 }
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
@@ -421,7 +443,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     memset(r, 0, sizeof *r);
     r->impl = req;
     r->started_ns = base_mono_ns();
-    r->thread = t->state;
+    r->loop = t->index;
     r->method = method_of(req->method);
     r->path.ptr = req->path.base;
     r->path.len = req->query_at == SIZE_MAX ? req->path.len : req->query_at;
@@ -598,12 +620,14 @@ static void *loop_main(void *p)
     loop_thread *t = p;
     http_server *s = t->srv;
     base_thread_name("http-loop");
-    t->state = s->opts.thread_init ? s->opts.thread_init(s->opts.app, t->index) : NULL;
+    for (int i = 0; i < s->nhooks; i++)
+        if (s->hooks[i].start) s->hooks[i].start(s->hooks[i].arg, t->index);
     while (!t->stopping || t->pending > 0) h2o_evloop_run(t->loop, 100);
     /* Give responses already handed to the sockets a moment to drain. */
     int64_t until = base_mono_ns() + 200 * 1000000LL;
     while (base_mono_ns() < until) h2o_evloop_run(t->loop, 20);
-    if (s->opts.thread_fini) s->opts.thread_fini(t->state);
+    for (int i = s->nhooks - 1; i >= 0; i--)
+        if (s->hooks[i].stop) s->hooks[i].stop(s->hooks[i].arg, t->index);
     return NULL;
 }
 
@@ -645,12 +669,32 @@ http_server *http_server_new(const http_server_opts *opts)
     return s;
 }
 
-int http_route(http_server *s, unsigned methods, const char *pattern, http_handler_fn fn, unsigned flags)
+int http_route(http_server *s, unsigned methods, const char *pattern, http_handler_fn fn, void *arg,
+               unsigned flags)
 {
-    return router_add(&s->routes, methods, pattern, fn, flags);
+    return router_add(&s->routes, methods, pattern, fn, arg, flags);
 }
 
-int http_gauge(http_server *s, const char *name, const char *help, http_gauge_fn fn)
+void http_server_set_auth(http_server *s, http_auth_fn authenticate, http_auth_fn admin, void *arg)
+{
+    s->authenticate = authenticate;
+    s->admin = admin;
+    s->auth_arg = arg;
+}
+
+int http_server_on_loop(http_server *s, http_loop_fn start, http_loop_fn stop, void *arg)
+{
+    if (s->nhooks == HTTP_MAX_LOOP_HOOKS) return -1;
+    s->hooks[s->nhooks++] = (loop_hook){.start = start, .stop = stop, .arg = arg};
+    return 0;
+}
+
+int http_server_loops(const http_server *s)
+{
+    return s->opts.threads > 0 ? s->opts.threads : 1;
+}
+
+int http_gauge(http_server *s, const char *name, const char *help, http_gauge_fn fn, void *arg)
 {
     http_metrics *m = &s->metrics;
     if (m->ngauges == METRICS_MAX_GAUGES) return -1;
@@ -658,19 +702,15 @@ int http_gauge(http_server *s, const char *name, const char *help, http_gauge_fn
     snprintf(g->name, sizeof g->name, "%s", name);
     snprintf(g->help, sizeof g->help, "%s", help);
     g->fn = fn;
+    g->arg = arg;
     return 0;
 }
 
-static http_server *metrics_server_of(http_req *r)
+static void handle_metrics(http_req *r, void *arg)
 {
-    return thread_of(r->impl)->srv;
-}
-
-static void handle_metrics(http_req *r)
-{
-    http_server *s = metrics_server_of(r);
+    http_server *s = arg;
     size_t len;
-    char *text = metrics_render(&s->metrics, &s->routes, r->thread, &len);
+    char *text = metrics_render(&s->metrics, &s->routes, r->loop, &len);
     if (!text) {
         http_send_error(r, 500, "internal", NULL, "could not render metrics");
         return;
@@ -713,9 +753,9 @@ static int probe_port_free(http_server *s)
 
 int http_server_start(http_server *s)
 {
-    if (http_route(s, HTTP_GET, "/metrics", handle_metrics, 0) != 0) return -1;
+    if (http_route(s, HTTP_GET, "/metrics", handle_metrics, s, 0) != 0) return -1;
     if (parse_listen(s, s->opts.listen) != 0 || open_access_log(s) != 0) return -1;
-    s->nthreads = s->opts.threads > 0 ? s->opts.threads : 1;
+    s->nthreads = http_server_loops(s);
     s->threads = calloc((size_t)s->nthreads, sizeof *s->threads);
     s->pool = workers_new(s->opts.workers > 0 ? s->opts.workers : 1);
     if (!s->threads || !s->pool) return -1;

@@ -2,20 +2,31 @@
  *
  * One h2o event loop per thread, each with its own SO_REUSEPORT listener on
  * the same address. A handler runs on the loop thread that accepted the
- * connection, with that thread's application state (http_req.thread), so a
- * thread's database connection is never shared. Slow work goes to the worker
- * pool through http_defer. Nothing outside src/http sees an h2o type.
+ * connection; http_req.loop says which (0 .. http_server_loops - 1), so a
+ * domain keeps what each loop owns -- its database connection, its
+ * WebSocket connections -- in an array indexed by it, and nothing of one
+ * loop is touched by another. Slow work goes to the worker pool through
+ * http_defer. Nothing outside src/http sees an h2o type.
+ *
+ * A route carries its own argument (the domain's context: what it needs
+ * to answer, made and owned by the domain), handed to the handler with
+ * the request, as Redis hands a command its client. Routes carry flags,
+ * checked once here before any handler runs: AUTH (a signed-in user),
+ * ADMIN (that user administers the server; implies AUTH) and SECRET (the
+ * path holds a secret). Who is signed in and who is an admin is decided by
+ * the hooks of http_server_set_auth (the users room installs them).
  */
 #ifndef CHIME_HTTP_SERVER_H
 #define CHIME_HTTP_SERVER_H
 
 #include "http/http.h"
 
-typedef void (*http_handler_fn)(http_req *r);
+typedef void (*http_handler_fn)(http_req *r, void *arg);
 
 enum {
     HTTP_ROUTE_AUTH = 1 << 0,   /* needs a signed-in user */
     HTTP_ROUTE_SECRET = 1 << 1, /* the path holds a secret: logs show the route pattern, not the path */
+    HTTP_ROUTE_ADMIN = 1 << 2,  /* needs a signed-in admin (403 for other users) */
 };
 
 typedef struct http_server http_server;
@@ -26,24 +37,36 @@ typedef struct http_server_opts {
     int workers;            /* background workers, >= 1 */
     size_t max_body;        /* bytes; larger bodies get 413 */
     const char *access_log; /* "-" stderr, "off", or a path */
-    void *app;
-    /* Per-loop application state, made on and owned by the loop thread. */
-    void *(*thread_init)(void *app, int index);
-    void (*thread_fini)(void *state);
-    /* Sets r->user_id, or fills e (401) and returns -1. */
-    int (*authenticate)(http_req *r, http_err *e);
 } http_server_opts;
 
 http_server *http_server_new(const http_server_opts *opts);
 void http_server_free(http_server *s);
 
 /* Registers a route. Patterns are literal segments and {name} segments:
- * "/v1/events/{id}/instances/{start}". Returns 0, or -1 when full/invalid. */
-int http_route(http_server *s, unsigned methods, const char *pattern, http_handler_fn fn, unsigned flags);
+ * "/v1/events/{id}/instances/{start}". fn gets arg with every request.
+ * Returns 0, or -1 when full/invalid. */
+int http_route(http_server *s, unsigned methods, const char *pattern, http_handler_fn fn, void *arg,
+               unsigned flags);
 
-/* A gauge for /metrics, read on a loop thread with that thread's state. */
-typedef double (*http_gauge_fn)(void *thread_state);
-int http_gauge(http_server *s, const char *name, const char *help, http_gauge_fn fn);
+/* The checks behind HTTP_ROUTE_AUTH and HTTP_ROUTE_ADMIN: authenticate
+ * sets r->user_id, or fills e (401, or 503) and returns -1; admin (run
+ * after authenticate) returns 0 for an admin, or fills e (403, or 503)
+ * and returns -1. */
+typedef int (*http_auth_fn)(void *arg, http_req *r, http_err *e);
+void http_server_set_auth(http_server *s, http_auth_fn authenticate, http_auth_fn admin, void *arg);
+
+/* Work each loop thread does when it starts (before it accepts anything)
+ * and when it stops (after its last request): start hooks in the order
+ * they were added, stop hooks in the reverse order. Add them before
+ * http_server_start. Returns 0, or -1 when full. */
+typedef void (*http_loop_fn)(void *arg, int loop);
+int http_server_on_loop(http_server *s, http_loop_fn start, http_loop_fn stop, void *arg);
+/* How many loops the server runs (opts.threads, at least 1). */
+int http_server_loops(const http_server *s);
+
+/* A gauge for /metrics, read on a loop thread (loop says which). */
+typedef double (*http_gauge_fn)(void *arg, int loop);
+int http_gauge(http_server *s, const char *name, const char *help, http_gauge_fn fn, void *arg);
 
 /* Binds and starts the loops; returns 0 or -1 (logged). The bound address
  * is logged as "listening on http://HOST:PORT". */

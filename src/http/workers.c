@@ -8,16 +8,16 @@
 
 #include "base/base.h"
 
-typedef struct job {
-    struct job *next;
+typedef struct workers_job {
+    struct workers_job *next;
     workers_fn fn;
     void *arg;
-} job;
+} workers_job;
 
 struct workers {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    job *head, *tail;
+    workers_job *head, *tail;
     bool closing;
     int nthreads;
     pthread_t tids[];
@@ -30,7 +30,7 @@ static void *worker_main(void *p)
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (!w->head && !w->closing) pthread_cond_wait(&w->cv, &w->mu);
-        job *j = w->head;
+        workers_job *j = w->head;
         if (!j) break; /* closing and drained */
         w->head = j->next;
         if (!w->head) w->tail = NULL;
@@ -62,7 +62,7 @@ workers *workers_new(int n)
 
 int workers_submit(workers *w, workers_fn fn, void *arg)
 {
-    job *j = malloc(sizeof *j);
+    workers_job *j = malloc(sizeof *j);
     if (!j) return -1;
     j->next = NULL;
     j->fn = fn;

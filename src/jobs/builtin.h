@@ -1,19 +1,12 @@
-/* builtin.h -- jobs of chime's own: cleanup of expired sign-in state, and
- * the proof job for the multi-node tests. Registered by app.c. */
+/* builtin.h -- the scheduler's own jobs: the proof job of the multi-node
+ * tests and the no-op job of bench/jobs. Registered by app.c. (Domains'
+ * jobs live with their domains: the sign-in cleanup in src/users.) */
 #ifndef CHIME_JOBS_BUILTIN_H
 #define CHIME_JOBS_BUILTIN_H
 
 #include <stdint.h>
 
 #include "jobs/jobs.h"
-
-typedef struct jobs_cleanup_opts {
-    int64_t signin_window_ms; /* auth_failures rows older than this are stale */
-} jobs_cleanup_opts;
-
-/* Deletes expired sessions and stale auth_failures rows in bounded,
- * fenced batches. arg: a jobs_cleanup_opts that outlives the scheduler. */
-int jobs_cleanup_handler(jobs_run *r, void *arg);
 
 /* Proof job: after *(int64_t *)arg ms of pretend work (checking
  * jobs_run_should_stop as real work would), records (tick = the fire time

@@ -161,4 +161,7 @@ void jobs_scheduler_free(jobs_scheduler *s);
 /* "job:NAME", the lease guarding a job. */
 void jobs_lease_name(const char *job, char *buf, size_t size);
 
+/* Adds the scheduler's schema step (jobs_schema.c) to the one list. */
+int jobs_schema_add(store_schema *s);
+
 #endif

@@ -5,39 +5,17 @@
 #include <string.h>
 #include <strings.h>
 
-#include "app.h"
 #include "base/base.h"
+#include "time/rfc3339.h"
 #include "jobs/jobs.h"
-#include "jobs/nodes.h"
-
-static void send_store_error(http_req *r, store *db)
-{
-    log_error("request %s: database: %s", r->request_id, store_errmsg(db));
-    http_send_error(r, 503, "unavailable", NULL, "the database did not answer; try again");
-}
-
-/* Answers 403/503 and returns false unless the user is an admin. */
-static bool require_admin(http_req *r)
-{
-    app_thread *t = r->thread;
-    user u;
-    int rc = users_get(t->db, r->user_id, &u);
-    if (rc == USERS_ERROR) {
-        send_store_error(r, t->db);
-        return false;
-    }
-    const char *admin = t->app->cfg.admin_email;
-    if (rc == USERS_OK && (u.is_admin || (admin[0] && strcasecmp(admin, u.email) == 0))) return true;
-    http_send_error(r, 403, "forbidden", NULL, "this needs an admin");
-    return false;
-}
+#include "cluster/nodes.h"
 
 /* RFC 3339 text, or JSON null for a missing time. */
 static json_t *time_json(int64_t ms, bool present)
 {
     if (!present) return json_null();
     char buf[32];
-    base_format_rfc3339_ms(ms, buf, sizeof buf);
+    rfc3339_format_ms(ms, buf, sizeof buf);
     return json_string(buf);
 }
 
@@ -53,29 +31,29 @@ static void add_node(const node_info *n, void *arg)
                                          time_json(n->heartbeat_ms, true)));
 }
 
-static void handle_nodes(http_req *r)
+static void handle_nodes(http_req *r, void *arg)
 {
-    if (!require_admin(r)) return;
-    app_thread *t = r->thread;
+    jobs_http *j = arg;
+    store *db = store_pool_at(j->dbs, r->loop);
     json_t *items = json_array();
-    if (nodes_list(t->db, t->app->cfg.lease_ttl, add_node, items) < 0) {
+    if (nodes_list(db, j->lease_ttl_ms, add_node, items) < 0) {
         json_decref(items);
-        send_store_error(r, t->db);
+        http_send_db_error(r, store_errmsg(db));
         return;
     }
     http_send_json(r, 200, json_pack("{s:o}", "items", items));
 }
 
-static void handle_leases(http_req *r)
+static void handle_leases(http_req *r, void *arg)
 {
-    if (!require_admin(r)) return;
-    app_thread *t = r->thread;
+    jobs_http *j = arg;
+    store *db = store_pool_at(j->dbs, r->loop);
     int64_t now;
-    if (store_now_ms(t->db, &now) < 0) {
-        send_store_error(r, t->db);
+    if (store_now_ms(db, &now) < 0) {
+        http_send_db_error(r, store_errmsg(db));
         return;
     }
-    store_stmt *st = store_prepare(t->db, "SELECT name, owner, epoch, expires_ms FROM leases ORDER BY name");
+    store_stmt *st = store_prepare(db, "SELECT name, owner, epoch, expires_ms FROM leases ORDER BY name");
     json_t *items = json_array();
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
@@ -89,7 +67,7 @@ static void handle_leases(http_req *r)
     store_reset(st);
     if (rc != STORE_DONE) {
         json_decref(items);
-        send_store_error(r, t->db);
+        http_send_db_error(r, store_errmsg(db));
         return;
     }
     http_send_json(r, 200, json_pack("{s:o}", "items", items));
@@ -104,19 +82,19 @@ static json_t *last_run_json(store_stmt *st, int c)
                      opt_str(st, c + 5));
 }
 
-static void handle_jobs(http_req *r)
+static void handle_jobs(http_req *r, void *arg)
 {
-    if (!require_admin(r)) return;
-    app_thread *t = r->thread;
+    jobs_http *j = arg;
+    store *db = store_pool_at(j->dbs, r->loop);
     int64_t now;
-    if (store_now_ms(t->db, &now) < 0) {
-        send_store_error(r, t->db);
+    if (store_now_ms(db, &now) < 0) {
+        http_send_db_error(r, store_errmsg(db));
         return;
     }
     /* One statement: the newest run of each job comes from the history's
      * (job, started_ms) index, however many jobs there are. */
     store_stmt *st = store_prepare(
-        t->db, "SELECT j.name, j.schedule, j.time_zone, j.next_run_ms, j.enabled, l.owner, l.expires_ms,"
+        db, "SELECT j.name, j.schedule, j.time_zone, j.next_run_ms, j.enabled, l.owner, l.expires_ms,"
                " j.run_requested_ms, r.started_ms, r.finished_ms, r.node, r.epoch, r.outcome, r.error"
                " FROM jobs j LEFT JOIN leases l ON l.name = 'job:' || j.name"
                " LEFT JOIN job_runs r ON r.id = (SELECT id FROM job_runs WHERE job = j.name"
@@ -137,16 +115,16 @@ static void handle_jobs(http_req *r)
     store_reset(st);
     if (rc != STORE_DONE) {
         json_decref(items);
-        send_store_error(r, t->db);
+        http_send_db_error(r, store_errmsg(db));
         return;
     }
     http_send_json(r, 200, json_pack("{s:o}", "items", items));
 }
 
-static void handle_run(http_req *r)
+static void handle_run(http_req *r, void *arg)
 {
-    if (!require_admin(r)) return;
-    app_thread *t = r->thread;
+    jobs_http *j = arg;
+    store *db = store_pool_at(j->dbs, r->loop);
     char name[JOBS_NAME_MAX + 1];
     if (r->params[0].len == 0 || r->params[0].len > JOBS_NAME_MAX) {
         http_send_error(r, 404, "not_found", "name", "no such job");
@@ -155,16 +133,17 @@ static void handle_run(http_req *r)
     memcpy(name, r->params[0].ptr, r->params[0].len);
     name[r->params[0].len] = '\0';
     int64_t requested = 0;
-    int rc = jobs_request_run(t->db, name, &requested);
-    if (rc < 0) send_store_error(r, t->db);
+    int rc = jobs_request_run(db, name, &requested);
+    if (rc < 0) http_send_db_error(r, store_errmsg(db));
     else if (rc == JOBS_NOT_FOUND) http_send_error(r, 404, "not_found", "name", "no such job");
     else http_send_json(r, 202, json_pack("{s:s,s:o}", "name", name, "requested", time_json(requested, true)));
 }
 
-void jobs_http_register(http_server *s)
+void jobs_http_register(jobs_http *j, http_server *s)
 {
-    http_route(s, HTTP_GET, "/v1/admin/nodes", handle_nodes, HTTP_ROUTE_AUTH);
-    http_route(s, HTTP_GET, "/v1/admin/leases", handle_leases, HTTP_ROUTE_AUTH);
-    http_route(s, HTTP_GET, "/v1/admin/jobs", handle_jobs, HTTP_ROUTE_AUTH);
-    http_route(s, HTTP_POST, "/v1/admin/jobs/{name}/run", handle_run, HTTP_ROUTE_AUTH);
+    const unsigned A = HTTP_ROUTE_ADMIN;
+    http_route(s, HTTP_GET, "/v1/admin/nodes", handle_nodes, j, A);
+    http_route(s, HTTP_GET, "/v1/admin/leases", handle_leases, j, A);
+    http_route(s, HTTP_GET, "/v1/admin/jobs", handle_jobs, j, A);
+    http_route(s, HTTP_POST, "/v1/admin/jobs/{name}/run", handle_run, j, A);
 }

@@ -22,9 +22,10 @@
 #include <time.h>
 
 #include "base/base.h"
+#include "time/rfc3339.h"
 #include "jobs/jobs.h"
-#include "jobs/lease.h"
-#include "jobs/nodes.h"
+#include "cluster/lease.h"
+#include "cluster/nodes.h"
 
 #define LEASE_RENEW_TRIES 3
 
@@ -378,7 +379,7 @@ static void finish(jobs_run *r, const char *outcome)
     int rc = jobs_run_fence_begin(r, NULL);
     if (rc == LEASE_LOST) {
         char when[32];
-        base_format_rfc3339_ms(r->plan.scheduled_ms, when, sizeof when);
+        rfc3339_format_ms(r->plan.scheduled_ms, when, sizeof when);
         log_warn("job %s: the run for %s was fenced off: this node no longer holds the lease",
                  r->sj->job->name, when);
         deactivate(r->s, r->sj);
@@ -420,7 +421,7 @@ static void run_job(jobs_scheduler *s, store *db, sched_job *sj)
     if (r.plan.action == JOBS_WAIT) return; /* our clock estimate ran ahead */
     if (r.plan.action == JOBS_SKIP) {
         char from[32];
-        base_format_rfc3339_ms(r.plan.scheduled_ms, from, sizeof from);
+        rfc3339_format_ms(r.plan.scheduled_ms, from, sizeof from);
         jobs_run_errorf(&r, "misfire policy skip: %s%lld fire time(s) from %s passed over",
                         r.plan.missed_more ? "more than " : "", (long long)r.plan.missed, from);
         log_warn("job %s: %s", j->name, r.error);

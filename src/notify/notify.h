@@ -65,6 +65,17 @@ int notify_sync_event(store *db, tz_db *tz, int shards, int64_t event_id, int64_
 /* Recomputes up to limit marked events; *done says how many. */
 int notify_sync_dirty(store *db, tz_db *tz, int shards, int limit, int *done);
 
+/* What the calendar's change listener needs (the wiring owns it). */
+typedef struct notify_sync_opts {
+    tz_db *tz;
+    int shards;
+} notify_sync_opts;
+/* The listener the wiring subscribes to the calendar's writes
+ * (cal_on_change; arg a notify_sync_opts): recomputes the events the
+ * write marked at once -- the scanner would otherwise within a tick.
+ * Failures are logged, never the request's. */
+void notify_on_calendar_change(void *arg, store *db);
+
 /* ---- the engine: scanner and delivery workers of one node ---- */
 
 typedef enum notify_late_policy { NOTIFY_LATE_DELIVER, NOTIFY_LATE_SKIP } notify_late_policy;
@@ -106,5 +117,8 @@ int notify_deliver_inapp(store *db, const char *ids, int64_t now_ms, notify_late
 
 /* Lease groups this node holds now (for tests and /metrics). */
 int notify_engine_groups_held(notify_engine *e);
+
+/* Adds the reminders' schema steps (notify_schema.c) to the one list. */
+int notify_schema_add(store_schema *s);
 
 #endif

@@ -31,9 +31,10 @@
 #include <time.h>
 
 #include "base/base.h"
-#include "jobs/lease.h"
-#include "jobs/nodes.h"
-#include "notify/channels.h"
+#include "time/rfc3339.h"
+#include "cluster/lease.h"
+#include "cluster/nodes.h"
+#include "deliver/channels.h"
 
 #define NOTIFY_GROUP_PREFIX "reminders/g" /* + the group's number: its lease's name */
 #define NOTIFY_HOLD_MS 3000      /* a claim is private to its node this long past due */
@@ -1625,9 +1626,9 @@ static char *payload_of(const send_job *j)
     char ev[17], user[17], orig[32], due[32], fired[32];
     base_id_format(j->event_id, ev);
     base_id_format(j->user_id, user);
-    base_format_rfc3339_ms(j->occurrence_ms, orig, sizeof orig);
-    base_format_rfc3339_ms(j->it.due_ms, due, sizeof due);
-    base_format_rfc3339_ms(j->fired_ms, fired, sizeof fired);
+    rfc3339_format_ms(j->occurrence_ms, orig, sizeof orig);
+    rfc3339_format_ms(j->it.due_ms, due, sizeof due);
+    rfc3339_format_ms(j->fired_ms, fired, sizeof fired);
     const char *method = j->webhook ? "webhook" : "email";
     size_t cap = 6 * strlen(j->summary) + 400;
     char *text = malloc(cap), *summary = malloc(cap);

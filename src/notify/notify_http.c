@@ -22,23 +22,17 @@
 #include <string.h>
 #include <strings.h>
 
-#include "app.h"
 #include "base/base.h"
+#include "time/rfc3339.h"
 #include "http/json.h"
 
 #define NOTIFY_PAGE_DEFAULT 100
 #define NOTIFY_PAGE_MAX 1000
 
-static void db_error(http_req *r, store *db)
-{
-    log_error("request %s: database: %s", r->request_id, store_errmsg(db));
-    http_send_error(r, 503, "unavailable", NULL, "the database did not answer; try again");
-}
-
 static json_t *time_json(int64_t ms)
 {
     char buf[32];
-    base_format_rfc3339_ms(ms, buf, sizeof buf);
+    rfc3339_format_ms(ms, buf, sizeof buf);
     return json_string(buf);
 }
 
@@ -129,13 +123,14 @@ static store_stmt *inbox_page(store *db, int64_t user_id, const inbox_cursor *c,
     return st;
 }
 
-static void handle_inbox(http_req *r)
+static void handle_inbox(http_req *r, void *arg)
 {
-    app_thread *t = r->thread;
+    notify_http *n = arg;
+    store *db = store_pool_at(n->dbs, r->loop);
     inbox_cursor last;
     int64_t limit;
     if (!query_cursor(r, "after", &last) || !query_limit(r, NOTIFY_PAGE_DEFAULT, NOTIFY_PAGE_MAX, &limit)) return;
-    store_stmt *st = inbox_page(t->db, r->user_id, &last, limit);
+    store_stmt *st = inbox_page(db, r->user_id, &last, limit);
     json_t *items = json_array();
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
@@ -153,7 +148,7 @@ static void handle_inbox(http_req *r)
     store_reset(st);
     if (rc != STORE_DONE) {
         json_decref(items);
-        db_error(r, t->db);
+        http_send_db_error(r, store_errmsg(db));
         return;
     }
     char next[48];
@@ -161,29 +156,31 @@ static void handle_inbox(http_req *r)
     http_send_json(r, 200, json_pack("{s:o,s:s}", "items", items, "next", next));
 }
 
-static void handle_read_one(http_req *r)
+static void handle_read_one(http_req *r, void *arg)
 {
-    app_thread *t = r->thread;
+    notify_http *n = arg;
+    store *db = store_pool_at(n->dbs, r->loop);
     int64_t seq = parse_seq(r->params[0].ptr, r->params[0].len);
     if (seq < 0) {
         http_send_error(r, 404, "not_found", NULL, "no such notification");
         return;
     }
-    store_stmt *st = store_prepare(t->db, "UPDATE notifications SET read = 1 WHERE seq = $1 AND user_id = $2");
+    store_stmt *st = store_prepare(db, "UPDATE notifications SET read = 1 WHERE seq = $1 AND user_id = $2");
     store_bind_int64(st, 1, seq);
     store_bind_int64(st, 2, r->user_id);
     int rc = store_step(st);
     int64_t changed = store_changes(st);
     store_reset(st);
-    if (rc != STORE_DONE) db_error(r, t->db);
+    if (rc != STORE_DONE) http_send_db_error(r, store_errmsg(db));
     else if (!changed) http_send_error(r, 404, "not_found", NULL, "no such notification");
     else http_send_empty(r, 204);
 }
 
 /* {"up_to": CURSOR}: everything of the user's up to it is read. */
-static void handle_read_upto(http_req *r)
+static void handle_read_upto(http_req *r, void *arg)
 {
-    app_thread *t = r->thread;
+    notify_http *n = arg;
+    store *db = store_pool_at(n->dbs, r->loop);
     http_err e;
     json_t *body = http_json_body(r, &e);
     if (!body) {
@@ -199,8 +196,8 @@ static void handle_read_upto(http_req *r)
         return;
     }
     /* Everything at or before a cursor was final when it was handed out. */
-    bool pg = store_backend_of(t->db) == STORE_PG;
-    store_stmt *st = store_prepare(t->db, pg ? "UPDATE notifications SET read = 1 WHERE user_id = $1 AND "
+    bool pg = store_backend_of(db) == STORE_PG;
+    store_stmt *st = store_prepare(db, pg ? "UPDATE notifications SET read = 1 WHERE user_id = $1 AND "
                                                "(xid, seq) <= (CAST($3 AS xid8), $2) AND read = 0"
                                              : "UPDATE notifications SET read = 1 WHERE user_id = $1 AND "
                                                "seq <= $2 AND read = 0");
@@ -210,32 +207,15 @@ static void handle_read_upto(http_req *r)
     int rc = store_step(st);
     int64_t changed = store_changes(st);
     store_reset(st);
-    if (rc != STORE_DONE) db_error(r, t->db);
+    if (rc != STORE_DONE) http_send_db_error(r, store_errmsg(db));
     else http_send_json(r, 200, json_pack("{s:I}", "marked", (json_int_t)changed));
 }
 
-/* Answers 403/503 and returns false unless the user is an admin (the same
- * rule as the jobs admin routes). */
-static bool require_admin(http_req *r)
-{
-    app_thread *t = r->thread;
-    user u;
-    int rc = users_get(t->db, r->user_id, &u);
-    if (rc == USERS_ERROR) {
-        db_error(r, t->db);
-        return false;
-    }
-    const char *admin = t->app->cfg.admin_email;
-    if (rc == USERS_OK && (u.is_admin || (admin[0] && strcasecmp(admin, u.email) == 0))) return true;
-    http_send_error(r, 403, "forbidden", NULL, "this needs an admin");
-    return false;
-}
-
-static void handle_deliveries(http_req *r)
+static void handle_deliveries(http_req *r, void *arg)
 {
     static const char *states[] = {"pending", "done", "dead", "missed", "cancelled"};
-    if (!require_admin(r)) return;
-    app_thread *t = r->thread;
+    notify_http *n = arg;
+    store *db = store_pool_at(n->dbs, r->loop);
     char state[16];
     int q = http_query(r, "state", state, sizeof state);
     bool ok = false;
@@ -250,7 +230,7 @@ static void handle_deliveries(http_req *r)
      * predicate has to appear in the query, word for word). */
     bool ended = strcmp(state, "pending") != 0 && strcmp(state, "done") != 0;
     store_stmt *st = store_prepare(
-        t->db, ended ? "SELECT id, event_id, user_id, channel, endpoint_id, occurrence_ms, due_ms, fired_ms, late, "
+        db, ended ? "SELECT id, event_id, user_id, channel, endpoint_id, occurrence_ms, due_ms, fired_ms, late, "
                        "attempts, next_attempt_ms, last_error, updated_ms FROM deliveries WHERE state = $1 AND state "
                        "IN ('dead', 'missed', 'cancelled') ORDER BY updated_ms DESC, id LIMIT $2"
                      : "SELECT id, event_id, user_id, channel, endpoint_id, occurrence_ms, due_ms, fired_ms, late, "
@@ -281,16 +261,16 @@ static void handle_deliveries(http_req *r)
     store_reset(st);
     if (rc != STORE_DONE) {
         json_decref(items);
-        db_error(r, t->db);
+        http_send_db_error(r, store_errmsg(db));
         return;
     }
     http_send_json(r, 200, json_pack("{s:o}", "items", items));
 }
 
-void notify_http_register(http_server *s)
+void notify_http_register(notify_http *n, http_server *s)
 {
-    http_route(s, HTTP_GET, "/v1/notifications", handle_inbox, HTTP_ROUTE_AUTH);
-    http_route(s, HTTP_POST, "/v1/notifications/read", handle_read_upto, HTTP_ROUTE_AUTH);
-    http_route(s, HTTP_POST, "/v1/notifications/{id}/read", handle_read_one, HTTP_ROUTE_AUTH);
-    http_route(s, HTTP_GET, "/v1/admin/deliveries", handle_deliveries, HTTP_ROUTE_AUTH);
+    http_route(s, HTTP_GET, "/v1/notifications", handle_inbox, n, HTTP_ROUTE_AUTH);
+    http_route(s, HTTP_POST, "/v1/notifications/read", handle_read_upto, n, HTTP_ROUTE_AUTH);
+    http_route(s, HTTP_POST, "/v1/notifications/{id}/read", handle_read_one, n, HTTP_ROUTE_AUTH);
+    http_route(s, HTTP_GET, "/v1/admin/deliveries", handle_deliveries, n, HTTP_ROUTE_ADMIN);
 }

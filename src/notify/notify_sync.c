@@ -52,14 +52,14 @@ bool notify_next_fire(cal_series *s, const cal_override *ovs, size_t novs, int m
 }
 
 /* One wanted row: a recipient's reminder. */
-typedef struct want {
+typedef struct sync_want {
     int64_t user_id;
     char method[8];
     int minutes;
     bool seen; /* matched an existing row */
-} want;
+} sync_want;
 
-static int wants_add(want *w, int n, int64_t user, const cal_reminder *r, int nr)
+static int wants_add(sync_want *w, int n, int64_t user, const cal_reminder *r, int nr)
 {
     for (int i = 0; i < nr; i++) {
         bool dup = false;
@@ -77,10 +77,10 @@ static int wants_add(want *w, int n, int64_t user, const cal_reminder *r, int nr
 
 /* The organizer gets the event's reminders; every attendee who has not
  * declined gets their own list if they set one, else the event's. */
-static want *wants_of(const cal_event *e, int64_t owner, int *n)
+static sync_want *wants_of(const cal_event *e, int64_t owner, int *n)
 {
     *n = 0;
-    want *w = malloc((size_t)(e->nattendees + 1) * CAL_MAX_REMINDERS * sizeof *w);
+    sync_want *w = malloc((size_t)(e->nattendees + 1) * CAL_MAX_REMINDERS * sizeof *w);
     if (!w) return NULL;
     if (strcmp(e->status, "cancelled") == 0) return w;
     *n = wants_add(w, *n, owner, e->reminders, e->nreminders);
@@ -117,7 +117,7 @@ void notify_bind_next(store_stmt *st, int at, bool has, int64_t fire_ms, int64_t
 }
 
 /* Writes next fire for a row given its floor (insert when id is 0). */
-static int row_write(sync_ctx *c, int64_t id, const want *w, int64_t floor_ms, int64_t event_id)
+static int row_write(sync_ctx *c, int64_t id, const sync_want *w, int64_t floor_ms, int64_t event_id)
 {
     int64_t fire = 0, orig = 0, start = 0;
     bool has = c->have_series && notify_next_fire(&c->series, c->ovs, c->novs, w->minutes, floor_ms, &fire, &orig, &start);
@@ -152,7 +152,7 @@ static int64_t max64(int64_t a, int64_t b)
 
 /* Inside the transaction: existing rows are updated or deleted, missing
  * ones inserted. */
-static int sync_rows(sync_ctx *c, int64_t event_id, want *w, int nw, int64_t now_ms)
+static int sync_rows(sync_ctx *c, int64_t event_id, sync_want *w, int nw, int64_t now_ms)
 {
     bool pg = store_backend_of(c->db) == STORE_PG;
     store_stmt *st = store_prepare(c->db, pg ? "SELECT id, user_id, method, minutes_before, floor_ms, next_fire_ms "
@@ -161,25 +161,25 @@ static int sync_rows(sync_ctx *c, int64_t event_id, want *w, int nw, int64_t now
                                                "FROM reminders WHERE event_id = $1 ORDER BY id");
     store_bind_int64(st, 1, event_id);
     /* Read them all first: one statement at a time per connection. */
-    typedef struct have {
+    typedef struct sync_have {
         int64_t id, user_id, floor_ms, next;
         bool has_next;
         char method[8];
         int minutes;
-    } have;
-    have *h = NULL;
+    } sync_have;
+    sync_have *h = NULL;
     size_t nh = 0, cap = 0;
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
         if (nh == cap) {
-            have *grown = base_grow(h, sizeof *grown, &cap);
+            sync_have *grown = base_grow(h, sizeof *grown, &cap);
             if (!grown) {
                 rc = STORE_ERROR;
                 break;
             }
             h = grown;
         }
-        have *x = &h[nh++];
+        sync_have *x = &h[nh++];
         x->id = store_col_int64(st, 0);
         x->user_id = store_col_int64(st, 1);
         snprintf(x->method, sizeof x->method, "%s", store_col_text(st, 2));
@@ -195,7 +195,7 @@ static int sync_rows(sync_ctx *c, int64_t event_id, want *w, int nw, int64_t now
     }
     rc = STORE_OK;
     for (size_t i = 0; i < nh && rc == STORE_OK; i++) {
-        want *match = NULL;
+        sync_want *match = NULL;
         for (int k = 0; k < nw && !match; k++)
             if (w[k].user_id == h[i].user_id && w[k].minutes == h[i].minutes && strcmp(w[k].method, h[i].method) == 0)
                 match = &w[k];
@@ -255,7 +255,7 @@ static int sync_locked(store *db, tz_db *tz, int shards, int64_t event_id, int64
     sync_ctx c = {.db = db};
     cal_override *ovs = NULL;
     size_t novs = 0;
-    want *w = NULL;
+    sync_want *w = NULL;
     int nw = 0;
     if (lrc == CAL_OK) {
         char err[160];
@@ -315,4 +315,12 @@ int notify_sync_dirty(store *db, tz_db *tz, int shards, int limit, int *done)
         (*done)++;
     }
     return STORE_OK;
+}
+
+void notify_on_calendar_change(void *arg, store *db)
+{
+    const notify_sync_opts *o = arg;
+    int done = 0;
+    if (notify_sync_dirty(db, o->tz, o->shards, 64, &done) != STORE_OK)
+        log_warn("reminders not recomputed yet (the scanner will): %s", store_errmsg(db));
 }

@@ -10,22 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app.h"
 #include "base/base.h"
+#include "time/rfc3339.h"
 #include "http/json.h"
-#include "notify/channels.h"
-
-static void db_error(http_req *r, store *db)
-{
-    log_error("request %s: database: %s", r->request_id, store_errmsg(db));
-    http_send_error(r, 503, "unavailable", NULL, "the database did not answer; try again");
-}
+#include "deliver/channels.h"
 
 static json_t *webhook_json(int64_t id, const char *url, int64_t created_ms)
 {
     char idtext[17], created[32];
     base_id_format(id, idtext);
-    base_format_rfc3339_ms(created_ms, created, sizeof created);
+    rfc3339_format_ms(created_ms, created, sizeof created);
     return json_pack("{s:s,s:s,s:s}", "id", idtext, "url", url, "created", created);
 }
 
@@ -50,17 +44,18 @@ static int webhook_insert(store *db, int64_t id, int64_t user_id, const char *ur
     return rc == STORE_DONE ? (int)n : rc;
 }
 
-static void handle_create(http_req *r)
+static void handle_create(http_req *r, void *arg)
 {
     static const char *const fields[] = {"url", "secret", NULL};
-    app_thread *t = r->thread;
+    webhooks_http *w = arg;
+    store *db = store_pool_at(w->dbs, r->loop);
     http_err e;
     const char *url, *secret;
     char why[160];
     json_t *body = http_json_body(r, &e);
-    if (!body || json_only_fields(body, fields, &e) ||
-        json_field_str(body, "url", true, CHANNELS_URL_MAX, &url, &e) ||
-        json_field_str(body, "secret", true, WEBHOOKS_SECRET_MAX, &secret, &e))
+    if (!body || http_json_only(body, fields, &e) ||
+        http_json_str(body, "url", true, CHANNELS_URL_MAX, &url, &e) ||
+        http_json_str(body, "secret", true, WEBHOOKS_SECRET_MAX, &secret, &e))
         goto bad;
     if (channels_url_check(url, why, sizeof why) != 0) {
         http_err_set(&e, 400, "invalid_value", "url", "%s", why);
@@ -71,8 +66,8 @@ static void handle_create(http_req *r)
         goto bad;
     }
     int64_t id = base_id_new(), now = base_now_ms();
-    int rc = webhook_insert(t->db, id, r->user_id, url, secret, now);
-    if (rc < 0) db_error(r, t->db);
+    int rc = webhook_insert(db, id, r->user_id, url, secret, now);
+    if (rc < 0) http_send_db_error(r, store_errmsg(db));
     else if (rc == 0)
         http_send_error(r, 409, "limit_reached", NULL, "at most %d webhooks per user; delete one first",
                         WEBHOOKS_PER_USER);
@@ -84,10 +79,11 @@ bad:
     json_decref(body);
 }
 
-static void handle_list(http_req *r)
+static void handle_list(http_req *r, void *arg)
 {
-    app_thread *t = r->thread;
-    store_stmt *st = store_prepare(t->db, "SELECT id, url, created_ms FROM webhooks WHERE user_id = $1"
+    webhooks_http *w = arg;
+    store *db = store_pool_at(w->dbs, r->loop);
+    store_stmt *st = store_prepare(db, "SELECT id, url, created_ms FROM webhooks WHERE user_id = $1"
                                           " ORDER BY created_ms, id");
     store_bind_int64(st, 1, r->user_id);
     json_t *items = json_array();
@@ -97,27 +93,28 @@ static void handle_list(http_req *r)
     store_reset(st);
     if (rc != STORE_DONE) {
         json_decref(items);
-        db_error(r, t->db);
+        http_send_db_error(r, store_errmsg(db));
         return;
     }
     http_send_json(r, 200, json_pack("{s:o}", "items", items));
 }
 
-static void handle_delete(http_req *r)
+static void handle_delete(http_req *r, void *arg)
 {
-    app_thread *t = r->thread;
+    webhooks_http *w = arg;
+    store *db = store_pool_at(w->dbs, r->loop);
     int64_t id;
     if (base_id_parse(r->params[0].ptr, r->params[0].len, &id) != 0) {
         http_send_error(r, 404, "not_found", NULL, "no such webhook");
         return;
     }
-    store_stmt *st = store_prepare(t->db, "DELETE FROM webhooks WHERE id = $1 AND user_id = $2");
+    store_stmt *st = store_prepare(db, "DELETE FROM webhooks WHERE id = $1 AND user_id = $2");
     store_bind_int64(st, 1, id);
     store_bind_int64(st, 2, r->user_id);
     int rc = store_step(st);
     int64_t n = rc == STORE_DONE ? store_changes(st) : 0;
     store_reset(st);
-    if (rc != STORE_DONE) db_error(r, t->db);
+    if (rc != STORE_DONE) http_send_db_error(r, store_errmsg(db));
     else if (n == 0) http_send_error(r, 404, "not_found", NULL, "no such webhook");
     else http_send_empty(r, 204);
 }
@@ -130,8 +127,8 @@ static void handle_delete(http_req *r)
 
 #define WEBHOOK_TESTS_MAX 1
 
-typedef struct ping {
-    app *app;
+typedef struct webhooks_ping {
+    webhooks_http *w;
     char *url, *secret;
     char delivery[40];
     char body[200];
@@ -140,11 +137,11 @@ typedef struct ping {
     bool finished, queued, ok;
     int status;
     char error[512];
-} ping;
+} webhooks_ping;
 
-static void ping_free(ping *p)
+static void ping_free(webhooks_ping *p)
 {
-    __atomic_fetch_sub(&p->app->webhook_tests, 1, __ATOMIC_SEQ_CST);
+    __atomic_fetch_sub(&p->w->tests, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
     free(p->url);
@@ -154,7 +151,7 @@ static void ping_free(ping *p)
 
 static void ping_reported(void *ctx, bool ok, int status, const char *error)
 {
-    ping *p = ctx;
+    webhooks_ping *p = ctx;
     pthread_mutex_lock(&p->mu);
     p->ok = ok;
     p->status = status;
@@ -166,8 +163,8 @@ static void ping_reported(void *ctx, bool ok, int status, const char *error)
 
 static void ping_work(void *arg)
 {
-    ping *p = arg;
-    p->queued = channels_webhook(p->app->channels, p->url, p->secret, p->delivery, p->body, strlen(p->body),
+    webhooks_ping *p = arg;
+    p->queued = channels_webhook(p->w->channels, p->url, p->secret, p->delivery, p->body, strlen(p->body),
                                  ping_reported, p) == 0;
     if (!p->queued) return;
     /* channels reports every send exactly once, within its timeout. */
@@ -178,7 +175,7 @@ static void ping_work(void *arg)
 
 static void ping_done(http_req *r, void *arg)
 {
-    ping *p = arg;
+    webhooks_ping *p = arg;
     if (r && !p->queued) {
         http_add_header(r, "Retry-After", "1");
         http_send_error(r, 429, "busy", NULL, "too many deliveries in flight; try again");
@@ -192,7 +189,7 @@ static void ping_done(http_req *r, void *arg)
 }
 
 /* Copies the user's own webhook into p; 1 found, 0 not, <0 store error. */
-static int ping_load(store *db, int64_t id, int64_t user_id, ping *p)
+static int ping_load(store *db, int64_t id, int64_t user_id, webhooks_ping *p)
 {
     store_stmt *st = store_prepare(db, "SELECT url, secret FROM webhooks WHERE id = $1 AND user_id = $2");
     store_bind_int64(st, 1, id);
@@ -207,34 +204,34 @@ static int ping_load(store *db, int64_t id, int64_t user_id, ping *p)
     return rc == STORE_DONE ? 0 : rc;
 }
 
-static void handle_test(http_req *r)
+static void handle_test(http_req *r, void *arg)
 {
-    app_thread *t = r->thread;
+    webhooks_http *w = arg;
+    store *db = store_pool_at(w->dbs, r->loop);
     int64_t id;
     if (base_id_parse(r->params[0].ptr, r->params[0].len, &id) != 0) {
         http_send_error(r, 404, "not_found", NULL, "no such webhook");
         return;
     }
-    app *a = t->app;
-    if (__atomic_fetch_add(&a->webhook_tests, 1, __ATOMIC_SEQ_CST) >= WEBHOOK_TESTS_MAX) {
-        __atomic_fetch_sub(&a->webhook_tests, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_fetch_add(&w->tests, 1, __ATOMIC_SEQ_CST) >= WEBHOOK_TESTS_MAX) {
+        __atomic_fetch_sub(&w->tests, 1, __ATOMIC_SEQ_CST);
         http_add_header(r, "Retry-After", "1");
         http_send_error(r, 429, "busy", NULL, "another test delivery is in progress; try again");
         return;
     }
-    ping *p = calloc(1, sizeof *p);
+    webhooks_ping *p = calloc(1, sizeof *p);
     if (!p) {
-        __atomic_fetch_sub(&a->webhook_tests, 1, __ATOMIC_SEQ_CST);
+        __atomic_fetch_sub(&w->tests, 1, __ATOMIC_SEQ_CST);
         http_send_error(r, 503, "unavailable", NULL, "out of memory");
         return;
     }
-    p->app = a;
+    p->w = w;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->cv, NULL);
-    int rc = ping_load(t->db, id, r->user_id, p);
+    int rc = ping_load(db, id, r->user_id, p);
     if (rc <= 0) {
         if (rc == 0) http_send_error(r, 404, "not_found", NULL, "no such webhook");
-        else db_error(r, t->db);
+        else http_send_db_error(r, store_errmsg(db));
         ping_free(p);
         return;
     }
@@ -243,17 +240,17 @@ static void handle_test(http_req *r)
     base_random(raw, sizeof raw);
     base_hex(raw, sizeof raw, hex);
     base_id_format(id, idtext);
-    base_format_rfc3339_ms(base_now_ms(), sent, sizeof sent);
+    rfc3339_format_ms(base_now_ms(), sent, sizeof sent);
     snprintf(p->delivery, sizeof p->delivery, "ping-%s", hex);
     snprintf(p->body, sizeof p->body, "{\"type\":\"ping\",\"webhook\":\"%s\",\"delivery\":\"%s\",\"sent\":\"%s\"}",
              idtext, p->delivery, sent);
     http_defer(r, ping_work, ping_done, p);
 }
 
-void webhooks_http_register(http_server *s)
+void webhooks_http_register(webhooks_http *w, http_server *s)
 {
-    http_route(s, HTTP_POST, "/v1/me/webhooks/{id}/test", handle_test, HTTP_ROUTE_AUTH);
-    http_route(s, HTTP_POST, "/v1/me/webhooks", handle_create, HTTP_ROUTE_AUTH);
-    http_route(s, HTTP_GET, "/v1/me/webhooks", handle_list, HTTP_ROUTE_AUTH);
-    http_route(s, HTTP_DELETE, "/v1/me/webhooks/{id}", handle_delete, HTTP_ROUTE_AUTH);
+    http_route(s, HTTP_POST, "/v1/me/webhooks/{id}/test", handle_test, w, HTTP_ROUTE_AUTH);
+    http_route(s, HTTP_POST, "/v1/me/webhooks", handle_create, w, HTTP_ROUTE_AUTH);
+    http_route(s, HTTP_GET, "/v1/me/webhooks", handle_list, w, HTTP_ROUTE_AUTH);
+    http_route(s, HTTP_DELETE, "/v1/me/webhooks/{id}", handle_delete, w, HTTP_ROUTE_AUTH);
 }

@@ -9,11 +9,21 @@
 #define CHIME_NOTIFY_WEBHOOKS_HTTP_H
 
 #include "http/server.h"
+#include "store/store_pool.h"
+
+struct channels;
 
 #define WEBHOOKS_PER_USER 10
 #define WEBHOOKS_SECRET_MIN 8
 #define WEBHOOKS_SECRET_MAX 256
 
-void webhooks_http_register(http_server *s);
+/* The routes' context; the caller owns it for the server's life. */
+typedef struct webhooks_http {
+    store_pool *dbs;           /* borrowed */
+    struct channels *channels; /* borrowed: test sends go through it */
+    int tests;                 /* test sends holding a worker now (__atomic) */
+} webhooks_http;
+
+void webhooks_http_register(webhooks_http *w, http_server *s);
 
 #endif

@@ -74,13 +74,44 @@ void store_close(store *s);
 store_backend store_backend_of(const store *s);
 const char *store_errmsg(const store *s);
 
-/* Applies every migration not yet applied, in order, each in a transaction.
- * Safe to call from several processes at once on PostgreSQL (advisory lock). */
-int store_migrate(store *s);
+/* The schema, as one ordered list of steps (store_migrate.c). Each domain
+ * declares its own steps (users_schema.c, cal_schema.c, ...) and adds them
+ * to the list (src/schema.c gathers them all), so a domain's tables live
+ * beside its code while every database still moves through one sequence
+ * of versions.
+ *
+ * To change the schema, add a step with a version no other step has;
+ * never edit or renumber one that has shipped. sql_pg NULL means the
+ * SQLite text is also valid PostgreSQL (stick to BIGINT ids and ms times,
+ * INTEGER 0/1 booleans, TEXT). A step may hold several statements
+ * separated by ';'. */
+typedef struct store_migration {
+    int version;
+    const char *name;
+    const char *sql_sqlite;
+    const char *sql_pg; /* NULL: the same as sql_sqlite */
+} store_migration;
+
+#define STORE_SCHEMA_MAX 256
+
+typedef struct store_schema {
+    const store_migration *steps[STORE_SCHEMA_MAX]; /* by version; borrowed */
+    int n;
+} store_schema;
+
+/* Adds a domain's steps (static tables that outlive the schema), keeping
+ * the list in version order. 0, or -1 on a version already present, a
+ * version below 1, or a full list. */
+int store_schema_add(store_schema *s, const store_migration *steps, size_t n);
+
+/* Applies every step of the schema not yet applied, in order, each in a
+ * transaction. Safe to call from several processes at once on PostgreSQL
+ * (advisory lock). Refuses a database migrated by a newer program. */
+int store_migrate(store *s, const store_schema *schema);
 /* The schema version after the last applied migration. */
 int store_schema_version(store *s);
-/* The newest version this program knows (the last migration's). */
-int store_schema_latest(void);
+/* The newest version the schema knows (its last step's). */
+int store_schema_latest(const store_schema *schema);
 
 /* A connection shared by threads under a lock of the caller's: held(ctx)
  * says whether the calling thread holds that lock. From then on begin,

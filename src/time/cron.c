@@ -6,6 +6,7 @@
  * month of the CRON_SEARCH_YEARS window, never one step per second.
  */
 #include "time/cron.h"
+#include "time/time_err.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -62,17 +63,6 @@ static const cron_macro cron_macros[] = {
     {"@hourly", "0 * * * *"},
 };
 
-static int cron_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen > 0) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 static bool is_alpha(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
 /* Any ASCII white space separates fields, so a trailing newline is fine. */
@@ -83,8 +73,8 @@ static bool is_blank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 static int fail_char(char *err, size_t errlen, const cron_field *f, char c)
 {
     if (c >= 0x20 && c < 0x7f)
-        return cron_fail(err, errlen, "%s: unexpected character '%c'", f->name, c);
-    return cron_fail(err, errlen, "%s: unexpected byte 0x%02x", f->name, (unsigned char)c);
+        return time_errf(err, errlen, "%s: unexpected character '%c'", f->name, c);
+    return time_errf(err, errlen, "%s: unexpected byte 0x%02x", f->name, (unsigned char)c);
 }
 
 /* A number or a name, at *sp (before end). */
@@ -98,7 +88,7 @@ static int parse_value(const cron_field *f, const char **sp, const char *end, in
         for (; s < end && is_digit(*s); s++)
             if (++n <= 9) v = v * 10 + (*s - '0');
         if (n > 9 || v < f->min || v > f->max)
-            return cron_fail(err, errlen, "%s: %.*s is out of range %d-%d", f->name,
+            return time_errf(err, errlen, "%s: %.*s is out of range %d-%d", f->name,
                              n > 12 ? 12 : n, *sp, f->min, f->max);
         *out = (int)v;
     } else if (s < end && is_alpha(*s)) {
@@ -114,12 +104,12 @@ static int parse_value(const cron_field *f, const char **sp, const char *end, in
             }
         }
         if (!f->names)
-            return cron_fail(err, errlen, "%s: '%.*s' is not a number", f->name,
+            return time_errf(err, errlen, "%s: '%.*s' is not a number", f->name,
                              len > 16 ? 16 : len, *sp);
-        return cron_fail(err, errlen, "%s: unknown name '%.*s'", f->name, len > 16 ? 16 : len,
+        return time_errf(err, errlen, "%s: unknown name '%.*s'", f->name, len > 16 ? 16 : len,
                          *sp);
     } else if (s == end || *s == ',') {
-        return cron_fail(err, errlen, "%s: missing value", f->name);
+        return time_errf(err, errlen, "%s: missing value", f->name);
     } else {
         return fail_char(err, errlen, f, *s);
     }
@@ -134,13 +124,13 @@ static int parse_step(const cron_field *f, const char **sp, const char *end, int
     int span = f->max - f->min + 1, n = 0;
     long v = 0;
     if (s == end || !is_digit(*s)) {
-        if (s == end || *s == ',') return cron_fail(err, errlen, "%s: missing step", f->name);
+        if (s == end || *s == ',') return time_errf(err, errlen, "%s: missing step", f->name);
         return fail_char(err, errlen, f, *s);
     }
     for (; s < end && is_digit(*s); s++)
         if (++n <= 9) v = v * 10 + (*s - '0');
     if (n > 9 || v < 1 || v > span)
-        return cron_fail(err, errlen, "%s: step %.*s is out of range 1-%d", f->name,
+        return time_errf(err, errlen, "%s: step %.*s is out of range 1-%d", f->name,
                          n > 12 ? 12 : n, *sp, span);
     *step = (int)v;
     *sp = s;
@@ -167,7 +157,7 @@ static int parse_item(const cron_field *f, const char **sp, const char *end, uin
             if (parse_value(f, &s, end, &hi, err, errlen)) return -1;
             if (f->max == 7 && hi == 0 && lo > 0) hi = 7; /* "FRI-SUN": through Sunday */
             if (hi < lo)
-                return cron_fail(err, errlen, "%s: range %d-%d is backwards", f->name, lo, hi);
+                return time_errf(err, errlen, "%s: range %d-%d is backwards", f->name, lo, hi);
             single = false;
         }
     }
@@ -212,27 +202,27 @@ static int parse_macro(const char *text, cron_expr *out, char *err, size_t errle
     while (*end && !is_blank(*end)) end++;
     size_t len = (size_t)(end - text);
     while (is_blank(*end)) end++;
-    if (*end != '\0') return cron_fail(err, errlen, "nothing may follow a macro");
+    if (*end != '\0') return time_errf(err, errlen, "nothing may follow a macro");
     for (size_t i = 0; i < sizeof cron_macros / sizeof cron_macros[0]; i++)
         if (strlen(cron_macros[i].name) == len && strncasecmp(text, cron_macros[i].name, len) == 0)
             return cron_parse(cron_macros[i].fields, out, err, errlen);
     if (len == 7 && strncasecmp(text, "@reboot", 7) == 0)
-        return cron_fail(err, errlen, "@reboot is not supported");
-    return cron_fail(err, errlen, "unknown macro '%.*s'", (int)(len > 16 ? 16 : len), text);
+        return time_errf(err, errlen, "@reboot is not supported");
+    return time_errf(err, errlen, "unknown macro '%.*s'", (int)(len > 16 ? 16 : len), text);
 }
 
 int cron_parse(const char *text, cron_expr *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (!text) return cron_fail(err, errlen, "no expression");
+    if (!text) return time_errf(err, errlen, "no expression");
     if (strnlen(text, CRON_TEXT_MAX + 1) > CRON_TEXT_MAX)
-        return cron_fail(err, errlen, "expression is longer than %d bytes", CRON_TEXT_MAX);
+        return time_errf(err, errlen, "expression is longer than %d bytes", CRON_TEXT_MAX);
     while (is_blank(*text)) text++;
     if (*text == '@') return parse_macro(text, out, err, errlen);
     const char *start[7], *stop[7];
     int n = split_fields(text, start, stop, 6);
     if (n != 5 && n != 6)
-        return cron_fail(err, errlen, "expected 5 or 6 fields, got %s%d", n > 6 ? "more than " : "",
+        return time_errf(err, errlen, "expected 5 or 6 fields, got %s%d", n > 6 ? "more than " : "",
                          n > 6 ? 6 : n);
     uint64_t mask[F_COUNT];
     mask[F_SECOND] = 1; /* five fields: at second 0 */

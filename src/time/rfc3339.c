@@ -122,6 +122,26 @@ int rfc3339_format(int64_t utc_secs, int32_t offset, char *buf, size_t size)
     return copy_out(tmp, (size_t)(p - tmp), buf, size);
 }
 
+int rfc3339_format_ms(int64_t ms, char *buf, size_t size)
+{
+    char tmp[48], *p = tmp;
+    int64_t secs = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+    civil_time t;
+    civil_from_seconds(secs, &t);
+    p += format_date(&t, p);
+    *p++ = 'T';
+    p = digits(p, t.hour, 2);
+    *p++ = ':';
+    p = digits(p, t.minute, 2);
+    *p++ = ':';
+    p = digits(p, t.second, 2);
+    *p++ = '.';
+    p = digits(p, (int)(ms - secs * 1000), 3);
+    *p++ = 'Z';
+    *p = '\0';
+    return copy_out(tmp, (size_t)(p - tmp), buf, size);
+}
+
 int rfc3339_format_date(const civil_time *t, char *buf, size_t size)
 {
     char tmp[32];

@@ -25,5 +25,9 @@ int rfc3339_parse_date(const char *s, size_t len, civil_time *out);
  * ("Z" for offset 0). buf needs 26 bytes. */
 int rfc3339_format(int64_t utc_secs, int32_t offset, char *buf, size_t size);
 int rfc3339_format_date(const civil_time *t, char *buf, size_t size);
+/* A Unix time in ms as UTC with milliseconds, "2026-11-22T04:18:00.123Z"
+ * (24 characters for years 0-9999): the API's timestamps, and three to a
+ * webhook payload, so digits by hand, no gmtime, no printf. buf >= 32. */
+int rfc3339_format_ms(int64_t ms, char *buf, size_t size);
 
 #endif

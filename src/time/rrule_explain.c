@@ -13,12 +13,12 @@ static const char *const month_full[] = {"", "January", "February", "March", "Ap
                                          "May", "June", "July", "August", "September",
                                          "October", "November", "December"};
 
-typedef struct text {
+typedef struct explain_text {
     char *buf;
     size_t size, len;
-} text;
+} explain_text;
 
-static void put(text *t, const char *fmt, ...)
+static void put(explain_text *t, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -41,7 +41,7 @@ static const char *suffix(int n)
 }
 
 /* "first", "third", "last", "second-to-last", "10th", "3rd-to-last". */
-static void ordinal(text *t, int n)
+static void ordinal(explain_text *t, int n)
 {
     static const char *const words[] = {"", "first", "second", "third", "fourth", "fifth"};
     int m = n < 0 ? -n : n;
@@ -52,7 +52,7 @@ static void ordinal(text *t, int n)
 }
 
 /* An ordinal spelled for a number of a day ("1st", "15th", "last"). */
-static void day_number(text *t, int n)
+static void day_number(explain_text *t, int n)
 {
     if (n == -1) put(t, "last");
     else if (n < 0) put(t, "%d%s-to-last", -n, suffix(-n));
@@ -75,7 +75,7 @@ static int signed_values(const uint64_t *pos, const uint64_t *neg, int lo, int h
     return n;
 }
 
-static void put_frequency(text *t, const rrule *r)
+static void put_frequency(explain_text *t, const rrule *r)
 {
     static const char *const once[] = {"every second", "every minute", "hourly", "daily",
                                        "weekly", "monthly", "yearly"};
@@ -86,7 +86,7 @@ static void put_frequency(text *t, const rrule *r)
     else put(t, "every %u %s", r->interval, unit[r->freq]);
 }
 
-static void put_months(text *t, uint16_t months)
+static void put_months(explain_text *t, uint16_t months)
 {
     int n = bit_count(months), i = 0;
     for (int m = 1; m <= 12; m++)
@@ -98,7 +98,7 @@ static bool weekdays_only(const rrule *r)
     return r->byday_plain == 0x1f;
 }
 
-static void put_byday(text *t, const rrule *r)
+static void put_byday(explain_text *t, const rrule *r)
 {
     int items = bit_count(r->byday_plain), i = 0;
     for (int w = 0; w < 7; w++) items += bit_count(r->byday_pos[w]) + bit_count(r->byday_neg[w]);
@@ -121,7 +121,7 @@ static void put_byday(text *t, const rrule *r)
     }
 }
 
-static void put_monthdays(text *t, uint32_t pos, uint32_t neg)
+static void put_monthdays(explain_text *t, uint32_t pos, uint32_t neg)
 {
     uint64_t p = pos, q = neg;
     int v[62], n = signed_values(&p, &q, 1, 31, v);
@@ -134,7 +134,7 @@ static void put_monthdays(text *t, uint32_t pos, uint32_t neg)
 }
 
 /* "hours 9 and 17": values from 0 (times) or 1 (week numbers). */
-static void put_list(text *t, const char *one, const char *many, const uint64_t *pos,
+static void put_list(explain_text *t, const char *one, const char *many, const uint64_t *pos,
                      const uint64_t *neg, int hi)
 {
     int v[740], n = signed_values(pos, neg, neg ? 1 : 0, hi, v);
@@ -142,7 +142,7 @@ static void put_list(text *t, const char *one, const char *many, const uint64_t 
     for (int i = 0; i < n; i++) put(t, "%s%d", sep(i, n), v[i]);
 }
 
-static void put_times(text *t, const rrule *r, const civil_time *dt)
+static void put_times(explain_text *t, const rrule *r, const civil_time *dt)
 {
     bool hh = r->has & RRULE_HAS_BYHOUR, mm = r->has & RRULE_HAS_BYMINUTE,
          ss = r->has & RRULE_HAS_BYSECOND;
@@ -184,7 +184,7 @@ static void put_times(text *t, const rrule *r, const civil_time *dt)
                 }
 }
 
-static void put_setpos(text *t, const rrule *r)
+static void put_setpos(explain_text *t, const rrule *r)
 {
     static const char *const per[] = {"second", "minute", "hour", "day", "week", "month", "year"};
     int v[740], n = signed_values(r->bysetpos_pos.w, r->bysetpos_neg.w, 1, 366, v);
@@ -198,7 +198,7 @@ static void put_setpos(text *t, const rrule *r)
 
 size_t rrule_explain(const rrule *r, const civil_time *dt, char *buf, size_t size)
 {
-    text t = {buf, size, 0};
+    explain_text t = {buf, size, 0};
     if (size) buf[0] = 0;
     put_frequency(&t, r);
     bool day_parts = r->has & (RRULE_HAS_BYDAY | RRULE_HAS_BYMONTHDAY | RRULE_HAS_BYYEARDAY |

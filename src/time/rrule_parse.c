@@ -1,6 +1,7 @@
 /* rrule_parse.c -- RRULE text to struct rrule and back.
  * Validation follows RFC 5545 3.3.10; every error names the part it is about. */
 #include "time/rrule.h"
+#include "time/time_err.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,17 +23,6 @@ static const struct part {
     {"BYWEEKNO", RRULE_HAS_BYWEEKNO}, {"BYMONTH", RRULE_HAS_BYMONTH},
     {"BYSETPOS", RRULE_HAS_BYSETPOS}, {"WKST", RRULE_HAS_WKST},
 };
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static char upper(char c)
 {
@@ -94,7 +84,7 @@ static int put_number(rrule *r, uint32_t part, const char *pname, long v,
     }
     long mag = v < 0 ? -v : v;
     if ((v < 0 && !signed_ok) || mag < lo || mag > hi)
-        return fail(err, errlen, "%s: %ld is out of range (%s%ld..%ld)", pname, v,
+        return time_errf(err, errlen, "%s: %ld is out of range (%s%ld..%ld)", pname, v,
                     signed_ok ? "+/-" : "", lo, hi);
     switch (part) {
     case RRULE_HAS_BYSECOND: r->bysecond |= 1ull << v; break;
@@ -127,18 +117,18 @@ static int weekday_code(const char *s, size_t n)
 
 static int put_byday(rrule *r, const char *s, size_t n, char *err, size_t errlen)
 {
-    if (n < 2) return fail(err, errlen, "BYDAY: '%.*s' is not a weekday", (int)n, s);
+    if (n < 2) return time_errf(err, errlen, "BYDAY: '%.*s' is not a weekday", (int)n, s);
     int w = weekday_code(s + n - 2, 2);
-    if (w < 0) return fail(err, errlen, "BYDAY: '%.*s' is not a weekday", (int)n, s);
+    if (w < 0) return time_errf(err, errlen, "BYDAY: '%.*s' is not a weekday", (int)n, s);
     if (n == 2) {
         r->byday_plain |= (uint8_t)(1u << w);
         return 0;
     }
     long ord;
     if (parse_int(s, n - 2, true, &ord) != 0)
-        return fail(err, errlen, "BYDAY: '%.*s' has a bad ordinal", (int)n, s);
+        return time_errf(err, errlen, "BYDAY: '%.*s' has a bad ordinal", (int)n, s);
     if (ord == 0 || ord > 53 || ord < -53)
-        return fail(err, errlen, "BYDAY: ordinal %ld is out of range (+/-1..53)", ord);
+        return time_errf(err, errlen, "BYDAY: ordinal %ld is out of range (+/-1..53)", ord);
     if (ord > 0) r->byday_pos[w] |= 1ull << ord;
     else r->byday_neg[w] |= 1ull << -ord;
     return 0;
@@ -148,7 +138,7 @@ static int parse_value(rrule *r, uint32_t part, const char *pname, const char *v
                        size_t n, char *err, size_t errlen)
 {
     long num;
-    if (n == 0) return fail(err, errlen, "%s: empty value", pname);
+    if (n == 0) return time_errf(err, errlen, "%s: empty value", pname);
     switch (part) {
     case RRULE_HAS_FREQ:
         for (int f = 0; f < 7; f++)
@@ -156,18 +146,18 @@ static int parse_value(rrule *r, uint32_t part, const char *pname, const char *v
                 r->freq = (uint8_t)f;
                 return 0;
             }
-        return fail(err, errlen, "FREQ: '%.*s' is not a frequency", (int)n, v);
+        return time_errf(err, errlen, "FREQ: '%.*s' is not a frequency", (int)n, v);
     case RRULE_HAS_WKST: {
         int w = weekday_code(v, n);
-        if (w < 0) return fail(err, errlen, "WKST: '%.*s' is not a weekday", (int)n, v);
+        if (w < 0) return time_errf(err, errlen, "WKST: '%.*s' is not a weekday", (int)n, v);
         r->wkst = (uint8_t)w;
         return 0;
     }
     case RRULE_HAS_COUNT:
     case RRULE_HAS_INTERVAL:
         if (parse_int(v, n, false, &num) != 0)
-            return fail(err, errlen, "%s: '%.*s' is not a number", pname, (int)n, v);
-        if (num < 1) return fail(err, errlen, "%s: must be at least 1", pname);
+            return time_errf(err, errlen, "%s: '%.*s' is not a number", pname, (int)n, v);
+        if (num < 1) return time_errf(err, errlen, "%s: must be at least 1", pname);
         if (part == RRULE_HAS_COUNT) r->count = (uint32_t)num;
         else r->interval = (uint32_t)num;
         return 0;
@@ -176,7 +166,7 @@ static int parse_value(rrule *r, uint32_t part, const char *pname, const char *v
         size_t m = n;
         if (n == 16 && upper(v[15]) == 'Z') m = 15;
         if (civil_parse_basic(v, m, &r->until, &is_date) != 0)
-            return fail(err, errlen, "UNTIL: '%.*s' is not a date or date-time", (int)n, v);
+            return time_errf(err, errlen, "UNTIL: '%.*s' is not a date or date-time", (int)n, v);
         r->until_kind = is_date ? RRULE_UNTIL_DATE : n == 16 ? RRULE_UNTIL_UTC : RRULE_UNTIL_LOCAL;
         return 0;
     }
@@ -188,12 +178,12 @@ static int parse_value(rrule *r, uint32_t part, const char *pname, const char *v
     while (i <= n) {
         size_t j = i;
         while (j < n && v[j] != ',') j++;
-        if (j == i) return fail(err, errlen, "%s: empty list item", pname);
+        if (j == i) return time_errf(err, errlen, "%s: empty list item", pname);
         if (part == RRULE_HAS_BYDAY) {
             if (put_byday(r, v + i, j - i, err, errlen) != 0) return -1;
         } else {
             if (parse_int(v + i, j - i, true, &num) != 0)
-                return fail(err, errlen, "%s: '%.*s' is not a number", pname,
+                return time_errf(err, errlen, "%s: '%.*s' is not a number", pname,
                             (int)(j - i), v + i);
             if (put_number(r, part, pname, num, err, errlen) != 0) return -1;
         }
@@ -212,24 +202,24 @@ static bool byday_has_ordinal(const rrule *r)
 /* Rules about combinations of parts, checked once every part is read. */
 static int check_combination(const rrule *r, char *err, size_t errlen)
 {
-    if (!(r->has & RRULE_HAS_FREQ)) return fail(err, errlen, "FREQ: missing");
+    if (!(r->has & RRULE_HAS_FREQ)) return time_errf(err, errlen, "FREQ: missing");
     if ((r->has & RRULE_HAS_UNTIL) && (r->has & RRULE_HAS_COUNT))
-        return fail(err, errlen, "UNTIL: not allowed together with COUNT");
+        return time_errf(err, errlen, "UNTIL: not allowed together with COUNT");
     if ((r->has & RRULE_HAS_BYWEEKNO) && r->freq != RRULE_YEARLY)
-        return fail(err, errlen, "BYWEEKNO: only allowed with FREQ=YEARLY");
+        return time_errf(err, errlen, "BYWEEKNO: only allowed with FREQ=YEARLY");
     if ((r->has & RRULE_HAS_BYYEARDAY) && r->freq >= RRULE_DAILY && r->freq <= RRULE_MONTHLY)
-        return fail(err, errlen, "BYYEARDAY: not allowed with FREQ=%s", freq_names[r->freq]);
+        return time_errf(err, errlen, "BYYEARDAY: not allowed with FREQ=%s", freq_names[r->freq]);
     if ((r->has & RRULE_HAS_BYMONTHDAY) && r->freq == RRULE_WEEKLY)
-        return fail(err, errlen, "BYMONTHDAY: not allowed with FREQ=WEEKLY");
+        return time_errf(err, errlen, "BYMONTHDAY: not allowed with FREQ=WEEKLY");
     if (byday_has_ordinal(r)) {
         if (r->freq != RRULE_MONTHLY && r->freq != RRULE_YEARLY)
-            return fail(err, errlen, "BYDAY: ordinals (like 1MO) only with FREQ=MONTHLY or YEARLY");
+            return time_errf(err, errlen, "BYDAY: ordinals (like 1MO) only with FREQ=MONTHLY or YEARLY");
         if (r->freq == RRULE_YEARLY && (r->has & RRULE_HAS_BYWEEKNO))
-            return fail(err, errlen, "BYDAY: ordinals not allowed together with BYWEEKNO");
+            return time_errf(err, errlen, "BYDAY: ordinals not allowed together with BYWEEKNO");
         if (r->freq == RRULE_MONTHLY) {
             for (int w = 0; w < 7; w++)
                 if ((r->byday_pos[w] | r->byday_neg[w]) >> 6)
-                    return fail(err, errlen, "BYDAY: ordinal beyond 5 with FREQ=MONTHLY");
+                    return time_errf(err, errlen, "BYDAY: ordinal beyond 5 with FREQ=MONTHLY");
         }
     }
     return 0;
@@ -240,7 +230,7 @@ int rrule_parse(const char *text, size_t len, rrule *out, char *err, size_t errl
     rrule r;
     memset(&r, 0, sizeof r);
     r.interval = 1;
-    if (len > RRULE_TEXT_MAX) return fail(err, errlen, "RRULE: longer than %d bytes", RRULE_TEXT_MAX);
+    if (len > RRULE_TEXT_MAX) return time_errf(err, errlen, "RRULE: longer than %d bytes", RRULE_TEXT_MAX);
     if (len >= 6 && name_is(text, 6, "RRULE:")) {
         text += 6;
         len -= 6;
@@ -249,15 +239,15 @@ int rrule_parse(const char *text, size_t len, rrule *out, char *err, size_t errl
     while (i < len) {
         size_t j = i;
         while (j < len && text[j] != ';') j++;
-        if (j == i) return fail(err, errlen, "RRULE: empty part");
+        if (j == i) return time_errf(err, errlen, "RRULE: empty part");
         size_t eq = i;
         while (eq < j && text[eq] != '=') eq++;
-        if (eq == j) return fail(err, errlen, "RRULE: '%.*s' has no '='", (int)(j - i), text + i);
+        if (eq == j) return time_errf(err, errlen, "RRULE: '%.*s' has no '='", (int)(j - i), text + i);
         const struct part *p = NULL;
         for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++)
             if (name_is(text + i, eq - i, parts[k].name)) p = &parts[k];
-        if (!p) return fail(err, errlen, "RRULE: unknown part '%.*s'", (int)(eq - i), text + i);
-        if (r.has & p->bit) return fail(err, errlen, "%s: given twice", p->name);
+        if (!p) return time_errf(err, errlen, "RRULE: unknown part '%.*s'", (int)(eq - i), text + i);
+        if (r.has & p->bit) return time_errf(err, errlen, "%s: given twice", p->name);
         r.has |= p->bit;
         if (parse_value(&r, p->bit, p->name, text + eq + 1, j - eq - 1, err, errlen) != 0)
             return -1;
@@ -270,12 +260,12 @@ int rrule_parse(const char *text, size_t len, rrule *out, char *err, size_t errl
 
 /* ---- canonical text ---- */
 
-typedef struct outbuf {
+typedef struct rrule_outbuf {
     char *buf;
     size_t size, len;
-} outbuf;
+} rrule_outbuf;
 
-static void out_add(outbuf *o, const char *fmt, ...)
+static void out_add(rrule_outbuf *o, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -287,7 +277,7 @@ static void out_add(outbuf *o, const char *fmt, ...)
 
 /* Writes ";NAME=" then the values of a signed bitmap pair, negatives first
  * (most negative first), then positives ascending. */
-static void out_list(outbuf *o, const char *name, const rrule_bits *pos,
+static void out_list(rrule_outbuf *o, const char *name, const rrule_bits *pos,
                      const rrule_bits *neg, unsigned lo, unsigned hi)
 {
     char sep = '=';
@@ -307,7 +297,7 @@ static rrule_bits bits_from64(uint64_t v)
 
 size_t rrule_format(const rrule *r, char *buf, size_t size)
 {
-    outbuf o = {buf, size, 0};
+    rrule_outbuf o = {buf, size, 0};
     if (size) buf[0] = 0;
     out_add(&o, "FREQ=%s", freq_names[r->freq]);
     if (r->has & RRULE_HAS_UNTIL) {

@@ -60,4 +60,7 @@ int users_limit_check(store *db, const char *key, int64_t now_ms, int64_t *retry
 int users_limit_fail(store *db, const char *key, int64_t now_ms, const users_limit *lim);
 int users_limit_reset(store *db, const char *key);
 
+/* Adds the users' schema steps (users_schema.c) to the one list. */
+int users_schema_add(store_schema *s);
+
 #endif

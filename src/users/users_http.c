@@ -9,41 +9,64 @@
 #include <string.h>
 #include <strings.h>
 
-#include "app.h"
 #include "base/base.h"
 #include "http/json.h"
+#include "time/rfc3339.h"
 #include "users/users.h"
 
-static app_thread *thread_of(http_req *r)
+struct users_http {
+    users_http_opts o;
+    /* A hash of a random password: sign-ins for unknown emails verify
+     * against it so they take as long as real ones. */
+    char dummy_hash[USERS_HASH_MAX];
+};
+
+users_http *users_http_new(const users_http_opts *o)
 {
-    return r->thread;
+    users_http *u = calloc(1, sizeof *u);
+    if (!u) return NULL;
+    u->o = *o;
+    char pw[33];
+    unsigned char raw[16];
+    base_random(raw, sizeof raw);
+    base_hex(raw, sizeof raw, pw);
+    if (users_hash_password(pw, o->password_ops, o->password_mem_kib, u->dummy_hash) != USERS_OK) {
+        free(u);
+        return NULL;
+    }
+    return u;
+}
+
+void users_http_free(users_http *u)
+{
+    free(u);
+}
+
+static store *db_of(const users_http *u, const http_req *r)
+{
+    return store_pool_at(u->o.dbs, r->loop);
 }
 
 static json_t *user_json(const user *u)
 {
     char id[17], created[32];
     base_id_format(u->id, id);
-    base_format_rfc3339_ms(u->created_ms, created, sizeof created);
+    rfc3339_format_ms(u->created_ms, created, sizeof created);
     return json_pack("{s:s,s:s,s:s,s:s}", "id", id, "email", u->email, "name", u->name, "created", created);
-}
-
-static void send_store_error(http_req *r, store *db)
-{
-    log_error("request %s: database: %s", r->request_id, store_errmsg(db));
-    http_send_error(r, 503, "unavailable", NULL, "the database did not answer; try again");
 }
 
 /* ---- sign-up ------------------------------------------------------------ */
 
-typedef struct signup {
+typedef struct users_signup {
+    users_http *u;
     json_t *body; /* owns email, name and password strings */
     const char *email, *name, *password;
     int64_t ops, mem;
     char hash[USERS_HASH_MAX];
     int rc;
-} signup;
+} users_signup;
 
-static void signup_free(signup *s)
+static void signup_free(users_signup *s)
 {
     json_decref(s->body);
     sodium_memzero(s->hash, sizeof s->hash);
@@ -52,41 +75,43 @@ static void signup_free(signup *s)
 
 static void signup_work(void *p)
 {
-    signup *s = p;
+    users_signup *s = p;
     s->rc = users_hash_password(s->password, s->ops, s->mem, s->hash);
 }
 
 static void signup_done(http_req *r, void *p)
 {
-    signup *s = p;
+    users_signup *s = p;
     if (!r) {
         signup_free(s);
         return;
     }
-    app_thread *t = thread_of(r);
+    store *db = db_of(s->u, r);
     user u;
-    int rc = s->rc == USERS_OK ? users_create(t->db, s->email, s->name, s->hash, &u) : USERS_ERROR;
+    int rc = s->rc == USERS_OK ? users_create(db, s->email, s->name, s->hash, &u) : USERS_ERROR;
     if (rc == USERS_OK) http_send_json(r, 201, user_json(&u));
     else if (rc == USERS_DUPLICATE) http_send_error(r, 409, "email_taken", "email", "that email is already registered");
-    else send_store_error(r, t->db);
+    else http_send_db_error(r, store_errmsg(db));
     signup_free(s);
 }
 
-static void handle_signup(http_req *r)
+static void handle_signup(http_req *r, void *arg)
 {
     static const char *const fields[] = {"email", "name", "password", NULL};
-    app_thread *t = thread_of(r);
+    users_http *uh = arg;
+    store *db = db_of(uh, r);
     http_err e;
-    signup *s = calloc(1, sizeof *s);
+    users_signup *s = calloc(1, sizeof *s);
     if (!s) {
         http_send_error(r, 503, "unavailable", NULL, "out of memory");
         return;
     }
+    s->u = uh;
     s->body = http_json_body(r, &e);
-    if (!s->body || json_only_fields(s->body, fields, &e) ||
-        json_field_str(s->body, "email", true, USERS_EMAIL_MAX, &s->email, &e) ||
-        json_field_str(s->body, "name", true, USERS_NAME_MAX, &s->name, &e) ||
-        json_field_str(s->body, "password", true, USERS_PASSWORD_MAX, &s->password, &e))
+    if (!s->body || http_json_only(s->body, fields, &e) ||
+        http_json_str(s->body, "email", true, USERS_EMAIL_MAX, &s->email, &e) ||
+        http_json_str(s->body, "name", true, USERS_NAME_MAX, &s->name, &e) ||
+        http_json_str(s->body, "password", true, USERS_PASSWORD_MAX, &s->password, &e))
         goto bad;
     if (!users_email_valid(s->email)) {
         http_err_set(&e, 400, "invalid_value", "email", "email is not a valid address");
@@ -100,18 +125,18 @@ static void handle_signup(http_req *r)
      * still decides races. */
     user u;
     char hash[USERS_HASH_MAX];
-    int rc = users_find_by_email(t->db, s->email, &u, hash);
+    int rc = users_find_by_email(db, s->email, &u, hash);
     if (rc == USERS_OK) {
         http_err_set(&e, 409, "email_taken", "email", "that email is already registered");
         goto bad;
     }
     if (rc != USERS_NOT_FOUND) {
-        send_store_error(r, t->db);
+        http_send_db_error(r, store_errmsg(db));
         signup_free(s);
         return;
     }
-    s->ops = t->app->cfg.password_ops;
-    s->mem = t->app->cfg.password_mem;
+    s->ops = uh->o.password_ops;
+    s->mem = uh->o.password_mem_kib;
     http_defer(r, signup_work, signup_done, s);
     return;
 bad:
@@ -121,7 +146,8 @@ bad:
 
 /* ---- sign-in ------------------------------------------------------------ */
 
-typedef struct signin {
+typedef struct users_signin {
+    users_http *uh;
     json_t *body;
     const char *email, *password;
     char hash[USERS_HASH_MAX];
@@ -129,9 +155,9 @@ typedef struct signin {
     bool known;
     user u;
     bool ok;
-} signin;
+} users_signin;
 
-static void signin_free(signin *s)
+static void signin_free(users_signin *s)
 {
     json_decref(s->body);
     free(s);
@@ -139,38 +165,38 @@ static void signin_free(signin *s)
 
 static void signin_work(void *p)
 {
-    signin *s = p;
+    users_signin *s = p;
     s->ok = users_verify_password(s->hash, s->password) && s->known;
 }
 
 static void signin_done(http_req *r, void *p)
 {
-    signin *s = p;
+    users_signin *s = p;
     if (!r) {
         signin_free(s);
         return;
     }
-    app_thread *t = thread_of(r);
-    const chime_config *cfg = &t->app->cfg;
+    const users_http_opts *o = &s->uh->o;
+    store *db = db_of(s->uh, r);
     int64_t now = base_now_ms();
     if (!s->ok) {
-        users_limit acct = {cfg->signin_limit, cfg->signin_window * 1000};
-        users_limit addr = {cfg->signin_ip_limit, cfg->signin_window * 1000};
-        if (users_limit_fail(t->db, s->account_key, now, &acct) != USERS_OK ||
-            users_limit_fail(t->db, s->addr_key, now, &addr) != USERS_OK)
-            send_store_error(r, t->db);
+        users_limit acct = {o->signin_limit, o->signin_window_s * 1000};
+        users_limit addr = {o->signin_ip_limit, o->signin_window_s * 1000};
+        if (users_limit_fail(db, s->account_key, now, &acct) != USERS_OK ||
+            users_limit_fail(db, s->addr_key, now, &addr) != USERS_OK)
+            http_send_db_error(r, store_errmsg(db));
         else
             http_send_error(r, 401, "invalid_credentials", NULL, "wrong email or password");
         signin_free(s);
         return;
     }
     char token[USERS_TOKEN_MAX];
-    if (users_limit_reset(t->db, s->account_key) != USERS_OK ||
-        users_session_create(t->db, s->u.id, cfg->session_ttl, token) != USERS_OK) {
-        send_store_error(r, t->db);
+    if (users_limit_reset(db, s->account_key) != USERS_OK ||
+        users_session_create(db, s->u.id, o->session_ttl_s, token) != USERS_OK) {
+        http_send_db_error(r, store_errmsg(db));
     } else {
         char expires[32];
-        base_format_rfc3339_ms(now + cfg->session_ttl * 1000, expires, sizeof expires);
+        rfc3339_format_ms(now + o->session_ttl_s * 1000, expires, sizeof expires);
         http_send_json(r, 201, json_pack("{s:s,s:s,s:o}", "token", token, "expires", expires, "user", user_json(&s->u)));
         sodium_memzero(token, sizeof token);
     }
@@ -178,13 +204,13 @@ static void signin_done(http_req *r, void *p)
 }
 
 /* 429 when either the account or the client address is locked. */
-static bool signin_limited(http_req *r, store *db, signin *s)
+static bool signin_limited(http_req *r, store *db, users_signin *s)
 {
     int64_t retry = 0, now = base_now_ms();
     int a = users_limit_check(db, s->account_key, now, &retry);
     int b = a == USERS_OK ? users_limit_check(db, s->addr_key, now, &retry) : a;
     if (a == USERS_ERROR || b == USERS_ERROR) {
-        send_store_error(r, db);
+        http_send_db_error(r, store_errmsg(db));
         return true;
     }
     if (a == USERS_OK && b == USERS_OK) return false;
@@ -195,20 +221,22 @@ static bool signin_limited(http_req *r, store *db, signin *s)
     return true;
 }
 
-static void handle_signin(http_req *r)
+static void handle_signin(http_req *r, void *arg)
 {
     static const char *const fields[] = {"email", "password", NULL};
-    app_thread *t = thread_of(r);
+    users_http *uh = arg;
+    store *db = db_of(uh, r);
     http_err e;
-    signin *s = calloc(1, sizeof *s);
+    users_signin *s = calloc(1, sizeof *s);
     if (!s) {
         http_send_error(r, 503, "unavailable", NULL, "out of memory");
         return;
     }
+    s->uh = uh;
     s->body = http_json_body(r, &e);
-    if (!s->body || json_only_fields(s->body, fields, &e) ||
-        json_field_str(s->body, "email", true, USERS_EMAIL_MAX, &s->email, &e) ||
-        json_field_str(s->body, "password", true, USERS_PASSWORD_MAX, &s->password, &e)) {
+    if (!s->body || http_json_only(s->body, fields, &e) ||
+        http_json_str(s->body, "email", true, USERS_EMAIL_MAX, &s->email, &e) ||
+        http_json_str(s->body, "password", true, USERS_PASSWORD_MAX, &s->password, &e)) {
         http_send_err(r, &e);
         signin_free(s);
         return;
@@ -221,18 +249,18 @@ static void handle_signin(http_req *r)
     http_peer(r, peer, sizeof peer);
     snprintf(s->account_key, sizeof s->account_key, "account:%s", lower);
     snprintf(s->addr_key, sizeof s->addr_key, "addr:%s", peer);
-    if (signin_limited(r, t->db, s)) {
+    if (signin_limited(r, db, s)) {
         signin_free(s);
         return;
     }
-    int rc = users_find_by_email(t->db, s->email, &s->u, s->hash);
+    int rc = users_find_by_email(db, s->email, &s->u, s->hash);
     if (rc == USERS_ERROR) {
-        send_store_error(r, t->db);
+        http_send_db_error(r, store_errmsg(db));
         signin_free(s);
         return;
     }
     s->known = rc == USERS_OK;
-    if (!s->known) snprintf(s->hash, sizeof s->hash, "%s", t->app->dummy_hash);
+    if (!s->known) snprintf(s->hash, sizeof s->hash, "%s", uh->dummy_hash);
     http_defer(r, signin_work, signin_done, s);
 }
 
@@ -248,15 +276,15 @@ static bool bearer_token(const http_req *r, http_str *tok)
     return tok->len > 0;
 }
 
-int users_http_authenticate(http_req *r, http_err *e)
+static int authenticate(void *arg, http_req *r, http_err *e)
 {
-    app_thread *t = thread_of(r);
+    store *db = db_of(arg, r);
     http_str tok;
     if (!bearer_token(r, &tok)) {
         http_err_set(e, 401, "unauthorized", "authorization", "sign in and send Authorization: Bearer TOKEN");
         return -1;
     }
-    int rc = users_session_check(t->db, tok.ptr, tok.len, &r->user_id);
+    int rc = users_session_check(db, tok.ptr, tok.len, &r->user_id);
     if (rc == USERS_OK) return 0;
     if (rc == USERS_EXPIRED) http_err_set(e, 401, "token_expired", "authorization", "the session has expired; sign in again");
     else if (rc == USERS_NOT_FOUND) http_err_set(e, 401, "invalid_token", "authorization", "the token is not valid");
@@ -264,29 +292,47 @@ int users_http_authenticate(http_req *r, http_err *e)
     return -1;
 }
 
-static void handle_signout(http_req *r)
+/* The admin flag, or the --admin-email account. */
+static int authorize_admin(void *arg, http_req *r, http_err *e)
 {
-    app_thread *t = thread_of(r);
+    users_http *uh = arg;
+    user u;
+    int rc = users_get(db_of(uh, r), r->user_id, &u);
+    if (rc == USERS_ERROR) {
+        log_error("request %s: database: %s", r->request_id, store_errmsg(db_of(uh, r)));
+        http_err_set(e, 503, "unavailable", NULL, "the database did not answer; try again");
+        return -1;
+    }
+    const char *admin = uh->o.admin_email ? uh->o.admin_email : "";
+    if (rc == USERS_OK && (u.is_admin || (admin[0] && strcasecmp(admin, u.email) == 0))) return 0;
+    http_err_set(e, 403, "forbidden", NULL, "this needs an admin");
+    return -1;
+}
+
+static void handle_signout(http_req *r, void *arg)
+{
+    store *db = db_of(arg, r);
     http_str tok;
     bearer_token(r, &tok);
-    if (users_session_delete(t->db, tok.ptr, tok.len) != USERS_OK) send_store_error(r, t->db);
+    if (users_session_delete(db, tok.ptr, tok.len) != USERS_OK) http_send_db_error(r, store_errmsg(db));
     else http_send_empty(r, 204);
 }
 
-static void handle_me(http_req *r)
+static void handle_me(http_req *r, void *arg)
 {
-    app_thread *t = thread_of(r);
+    store *db = db_of(arg, r);
     user u;
-    int rc = users_get(t->db, r->user_id, &u);
+    int rc = users_get(db, r->user_id, &u);
     if (rc == USERS_OK) http_send_json(r, 200, user_json(&u));
     else if (rc == USERS_NOT_FOUND) http_send_error(r, 401, "invalid_token", "authorization", "the account no longer exists");
-    else send_store_error(r, t->db);
+    else http_send_db_error(r, store_errmsg(db));
 }
 
-void users_http_register(http_server *s)
+void users_http_register(users_http *u, http_server *s)
 {
-    http_route(s, HTTP_POST, "/v1/users", handle_signup, 0);
-    http_route(s, HTTP_POST, "/v1/sessions", handle_signin, 0);
-    http_route(s, HTTP_DELETE, "/v1/sessions/current", handle_signout, HTTP_ROUTE_AUTH);
-    http_route(s, HTTP_GET, "/v1/me", handle_me, HTTP_ROUTE_AUTH);
+    http_server_set_auth(s, authenticate, authorize_admin, u);
+    http_route(s, HTTP_POST, "/v1/users", handle_signup, u, 0);
+    http_route(s, HTTP_POST, "/v1/sessions", handle_signin, u, 0);
+    http_route(s, HTTP_DELETE, "/v1/sessions/current", handle_signout, u, HTTP_ROUTE_AUTH);
+    http_route(s, HTTP_GET, "/v1/me", handle_me, u, HTTP_ROUTE_AUTH);
 }

@@ -1,11 +1,33 @@
-/* users_http.h -- sign-up, sign-in, sign-out, /v1/me, and the bearer-token
- * authenticator the server runs on routes that need a user. */
+/* users_http.h -- sign-up, sign-in, sign-out, /v1/me, and the checks the
+ * server runs on routes flagged HTTP_ROUTE_AUTH (a valid bearer token) and
+ * HTTP_ROUTE_ADMIN (the admin flag, or --admin-email). */
 #ifndef CHIME_USERS_HTTP_H
 #define CHIME_USERS_HTTP_H
 
-#include "http/server.h"
+#include <stdint.h>
 
-void users_http_register(http_server *s);
-int users_http_authenticate(http_req *r, http_err *e);
+#include "http/server.h"
+#include "store/store_pool.h"
+
+typedef struct users_http_opts {
+    store_pool *dbs;          /* borrowed: one connection per loop */
+    int64_t session_ttl_s;    /* --session-ttl */
+    int64_t signin_limit;     /* --signin-limit */
+    int64_t signin_ip_limit;  /* --signin-ip-limit */
+    int64_t signin_window_s;  /* --signin-window */
+    int64_t password_ops;     /* --password-ops */
+    int64_t password_mem_kib; /* --password-mem */
+    const char *admin_email;  /* --admin-email ("" for none); borrowed */
+} users_http_opts;
+
+typedef struct users_http users_http;
+
+/* Hashes a random password for the sign-ins of unknown emails to verify
+ * against (so they take as long as real ones): call before threads start.
+ * NULL when out of memory. */
+users_http *users_http_new(const users_http_opts *o);
+void users_http_free(users_http *u);
+/* Adds the routes and installs the AUTH and ADMIN checks. */
+void users_http_register(users_http *u, http_server *s);
 
 #endif

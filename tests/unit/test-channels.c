@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
-#include "notify/channels.h"
+#include "deliver/channels.h"
 #include "receivers.h"
 
 /* ---- results -------------------------------------------------------------- */

@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "jobs/jobs.h"
-#include "jobs/lease.h"
+#include "cluster/lease.h"
 
 static void nap_ms(long ms)
 {

@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "jobs/lease.h"
+#include "cluster/lease.h"
 
 static void nap_ms(long ms)
 {

@@ -40,7 +40,7 @@ static void test_format(void **state)
     assert_string_equal(buf, "2026-10-26T13:00:00Z");
     rfc3339_format(1793019600, 5 * 3600 + 1800, buf, sizeof buf);
     assert_string_equal(buf, "2026-10-26T18:30:00+05:30");
-    base_format_rfc3339_ms(1793019600123, buf, sizeof buf);
+    rfc3339_format_ms(1793019600123, buf, sizeof buf);
     assert_string_equal(buf, "2026-10-26T13:00:00.123Z");
     char id[17];
     base_id_format(0x0123456789abcdefLL, id);
@@ -70,12 +70,12 @@ static void test_format_ms_matches_gmtime(void **state)
         gmtime_r(&t, &tm);
         snprintf(want, sizeof want, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms - secs * 1000));
-        base_format_rfc3339_ms(ms, got, sizeof got);
+        rfc3339_format_ms(ms, got, sizeof got);
         if (strcmp(got, want) != 0) fail_msg("%lld: %s, gmtime says %s", (long long)ms, got, want);
     }
-    base_format_rfc3339_ms(-1, got, sizeof got);
+    rfc3339_format_ms(-1, got, sizeof got);
     assert_string_equal(got, "1969-12-31T23:59:59.999Z");
-    base_format_rfc3339_ms(951782400000LL, got, sizeof got); /* 2000-02-29 */
+    rfc3339_format_ms(951782400000LL, got, sizeof got); /* 2000-02-29 */
     assert_string_equal(got, "2000-02-29T00:00:00.000Z");
 }
 

@@ -5,16 +5,16 @@
 
 #include "http/router.h"
 
-static void h1(http_req *r) { (void)r; }
-static void h2(http_req *r) { (void)r; }
+static void h1(http_req *r, void *arg) { (void)r; (void)arg; }
+static void h2(http_req *r, void *arg) { (void)r; (void)arg; }
 
 static router *make(void)
 {
     router *rt = calloc(1, sizeof *rt);
-    assert_int_equal(router_add(rt, HTTP_GET | HTTP_POST, "/v1/events", h1, 0), 0);
-    assert_int_equal(router_add(rt, HTTP_GET | HTTP_PATCH, "/v1/events/{id}", h2, HTTP_ROUTE_AUTH), 0);
-    assert_int_equal(router_add(rt, HTTP_PATCH, "/v1/events/{id}/instances/{start}", h2, 0), 0);
-    assert_int_equal(router_add(rt, HTTP_GET, "/", h1, 0), 0);
+    assert_int_equal(router_add(rt, HTTP_GET | HTTP_POST, "/v1/events", h1, NULL, 0), 0);
+    assert_int_equal(router_add(rt, HTTP_GET | HTTP_PATCH, "/v1/events/{id}", h2, NULL, HTTP_ROUTE_AUTH), 0);
+    assert_int_equal(router_add(rt, HTTP_PATCH, "/v1/events/{id}/instances/{start}", h2, NULL, 0), 0);
+    assert_int_equal(router_add(rt, HTTP_GET, "/", h1, NULL, 0), 0);
     return rt;
 }
 
@@ -64,14 +64,14 @@ static void test_limits(void **state)
 {
     (void)state;
     router *rt = calloc(1, sizeof *rt);
-    assert_int_equal(router_add(rt, HTTP_GET, "/a/b/c/d/e/f/g/h/i", h1, 0), -1); /* too deep */
-    assert_int_equal(router_add(rt, HTTP_GET, "/{a}/{b}/{c}/{d}/{e}", h1, 0), -1); /* too many params */
-    assert_int_equal(router_add(rt, HTTP_GET, "nope", h1, 0), -1);
+    assert_int_equal(router_add(rt, HTTP_GET, "/a/b/c/d/e/f/g/h/i", h1, NULL, 0), -1); /* too deep */
+    assert_int_equal(router_add(rt, HTTP_GET, "/{a}/{b}/{c}/{d}/{e}", h1, NULL, 0), -1); /* too many params */
+    assert_int_equal(router_add(rt, HTTP_GET, "nope", h1, NULL, 0), -1);
     char deep[200] = "";
     for (int i = 0; i < 20; i++) strcat(deep, "/x");
     http_req r;
     unsigned allowed;
-    assert_int_equal(router_add(rt, HTTP_GET, "/x", h1, 0), 0);
+    assert_int_equal(router_add(rt, HTTP_GET, "/x", h1, NULL, 0), 0);
     assert_int_equal(match(rt, HTTP_GET, deep, &r, &allowed), -1);
     free(rt);
 }

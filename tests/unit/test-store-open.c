@@ -66,8 +66,8 @@ static void test_sqlite_memory(void **state)
     store *s = store_open("sqlite::memory:", err, sizeof err);
     assert_non_null(s);
     assert_int_equal(store_backend_of(s), STORE_SQLITE);
-    assert_int_equal(store_migrate(s), STORE_OK);
-    assert_int_equal(store_schema_version(s), store_schema_latest());
+    assert_int_equal(testdb_migrate(s), STORE_OK);
+    assert_int_equal(store_schema_version(s), testdb_latest());
     store_close(s);
 }
 

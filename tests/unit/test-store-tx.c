@@ -190,7 +190,7 @@ static void *migrate_worker(void *arg)
     store *s = store_open(w->db->url, w->err, sizeof w->err);
     pthread_barrier_wait(w->go);
     if (!s) { w->rc = -100; return NULL; }
-    w->rc = store_migrate(s);
+    w->rc = testdb_migrate(s);
     if (w->rc != STORE_OK) snprintf(w->err, sizeof w->err, "%s", store_errmsg(s));
     store_close(s);
     return NULL;
@@ -234,8 +234,8 @@ static void test_concurrent_migrate(void **state)
         pthread_barrier_destroy(&go);
         for (int i = 0; i < 2; i++)
             if (w[i].rc != 0) fail_msg("migrator %d: rc %d: %s", i, w[i].rc, w[i].err);
-        assert_int_equal(store_schema_version(db->s), store_schema_latest());
-        assert_int_equal(query_int(db->s, "SELECT count(*) FROM schema_migrations"), store_schema_latest());
+        assert_int_equal(store_schema_version(db->s), testdb_latest());
+        assert_int_equal(query_int(db->s, "SELECT count(*) FROM schema_migrations"), testdb_nsteps());
         if (round == 2)
             break;
         /* start again from nothing */
@@ -250,13 +250,13 @@ static void test_migrate_fills_gap(void **state)
 {
     store *s = ((testdb *)*state)->s;
     bool pg = store_backend_of(s) == STORE_PG;
-    assert_int_equal(store_migrate(s), STORE_OK);
+    assert_int_equal(testdb_migrate(s), STORE_OK);
     EXEC_OK(s, "DELETE FROM schema_migrations WHERE version = 2");
     if (!pg) EXEC_OK(s, "PRAGMA foreign_keys=OFF");
     EXEC_OK(s, pg ? "DROP TABLE attendees, event_overrides, events, calendars CASCADE"
                   : "DROP TABLE attendees; DROP TABLE event_overrides; DROP TABLE events; DROP TABLE calendars");
     if (!pg) EXEC_OK(s, "PRAGMA foreign_keys=ON");
-    assert_int_equal(store_migrate(s), STORE_OK);
+    assert_int_equal(testdb_migrate(s), STORE_OK);
     assert_int_equal(query_int(s, "SELECT count(*) FROM schema_migrations WHERE version = 2"), 1);
     assert_int_equal(query_int(s, "SELECT count(*) FROM calendars"), 0);
 }
@@ -265,9 +265,9 @@ static void test_migrate_fills_gap(void **state)
 static void test_migrate_refuses_newer(void **state)
 {
     store *s = ((testdb *)*state)->s;
-    assert_int_equal(store_migrate(s), STORE_OK);
+    assert_int_equal(testdb_migrate(s), STORE_OK);
     EXEC_OK(s, "INSERT INTO schema_migrations VALUES (9999, 'future', 0)");
-    assert_int_equal(store_migrate(s), STORE_ERROR);
+    assert_int_equal(testdb_migrate(s), STORE_ERROR);
     assert_non_null(strstr(store_errmsg(s), "newer"));
     assert_int_equal(store_schema_version(s), 9999);
 }
@@ -348,7 +348,7 @@ static void test_migrate_reshapes_outbox(void **state)
     testdb *db = *state;
     store *s = db->s;
     bool pg = db->backend == STORE_PG;
-    assert_int_equal(store_migrate(s), STORE_OK);
+    assert_int_equal(testdb_migrate(s), STORE_OK);
     EXEC_OK(s, "DROP TABLE deliveries");
     EXEC_OK(s, "CREATE TABLE deliveries (id TEXT PRIMARY KEY, reminder_id BIGINT NOT NULL, event_id BIGINT NOT NULL,"
                " user_id BIGINT NOT NULL, channel TEXT NOT NULL, endpoint_id BIGINT NOT NULL DEFAULT 0,"
@@ -362,7 +362,7 @@ static void test_migrate_reshapes_outbox(void **state)
                " ('d1', 1, 2, 3, 'webhook', 'standup', 10, 11, 'dead', 8, 12, 'status 500', 13, 14),"
                " ('d2', 1, 2, 3, 'inapp', 'standup', 20, 21, 'pending', 0, 22, NULL, 23, 24)");
     EXEC_OK(s, "DELETE FROM schema_migrations WHERE version = 6");
-    assert_int_equal(store_migrate(s), STORE_OK);
+    assert_int_equal(testdb_migrate(s), STORE_OK);
     assert_int_equal(query_int(s, "SELECT count(*) FROM deliveries WHERE id = 'd1' AND state = 'dead' AND "
                                   "attempts = 8 AND last_error = 'status 500' AND updated_ms = 14"), 1);
     assert_int_equal(query_int(s, "SELECT count(*) FROM deliveries WHERE id = 'd2' AND state = 'pending' AND "
@@ -390,11 +390,11 @@ static void test_migrate_partial_due_index(void **state)
     testdb *db = *state;
     store *s = db->s;
     bool pg = db->backend == STORE_PG;
-    assert_int_equal(store_migrate(s), STORE_OK);
+    assert_int_equal(testdb_migrate(s), STORE_OK);
     EXEC_OK(s, "DROP INDEX reminders_due");
     EXEC_OK(s, "CREATE INDEX reminders_due ON reminders(shard, next_fire_ms)");
     EXEC_OK(s, "DELETE FROM schema_migrations WHERE version = 9");
-    assert_int_equal(store_migrate(s), STORE_OK);
+    assert_int_equal(testdb_migrate(s), STORE_OK);
     assert_int_equal(query_int(s, pg ? "SELECT count(*) FROM pg_indexes WHERE indexname = 'reminders_due' "
                                        "AND indexdef LIKE '%(shard, next_fire_ms) WHERE (next_fire_ms IS NOT NULL)'"
                                      : "SELECT count(*) FROM sqlite_master WHERE name = 'reminders_due' "
@@ -410,7 +410,7 @@ static void test_migrate_inbox_commit_order(void **state)
 {
     testdb *db = *state;
     store *s = db->s;
-    assert_int_equal(store_migrate(s), STORE_OK);
+    assert_int_equal(testdb_migrate(s), STORE_OK);
     EXEC_OK(s, "ALTER TABLE notifications DROP COLUMN xid");
     EXEC_OK(s, "CREATE INDEX notifications_user ON notifications(user_id, seq)");
     EXEC_OK(s, "ALTER TABLE notifications ADD CONSTRAINT notifications_delivery_id_key UNIQUE (delivery_id)");
@@ -419,7 +419,7 @@ static void test_migrate_inbox_commit_order(void **state)
     EXEC_OK(s, "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, due_ms, "
                "fired_ms, method, created_ms) VALUES (7, 'old', 1, 's', 0, 0, 0, 'push', 0)");
     EXEC_OK(s, "DELETE FROM schema_migrations WHERE version IN (7, 8)");
-    assert_int_equal(store_migrate(s), STORE_OK);
+    assert_int_equal(testdb_migrate(s), STORE_OK);
     assert_int_equal(query_int(s, "SELECT count(*) FROM notifications WHERE delivery_id = 'old' AND xid = '0'"), 1);
     EXEC_OK(s, "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, due_ms, "
                "fired_ms, method, created_ms) VALUES (7, 'new', 1, 's', 0, 0, 0, 'push', 0)");
@@ -437,7 +437,7 @@ static void test_migrate_bytewise_keys(void **state)
 {
     testdb *db = *state;
     store *s = db->s;
-    assert_int_equal(store_migrate(s), STORE_OK);
+    assert_int_equal(testdb_migrate(s), STORE_OK);
     EXEC_OK(s, "ALTER TABLE deliveries ALTER COLUMN id TYPE TEXT COLLATE \"default\"");
     EXEC_OK(s, "ALTER TABLE reminders ALTER COLUMN method TYPE TEXT COLLATE \"default\"");
     EXEC_OK(s, "INSERT INTO deliveries (id, reminder_id, event_id, user_id, channel, summary, occurrence_ms, "
@@ -445,7 +445,7 @@ static void test_migrate_bytewise_keys(void **state)
                "('b1', 1, 2, 3, 'inapp', 'x', 1, 1, 'pending', 1, 1, 1), "
                "('B2', 1, 2, 3, 'inapp', 'x', 1, 1, 'pending', 1, 1, 1)");
     EXEC_OK(s, "DELETE FROM schema_migrations WHERE version = 10");
-    assert_int_equal(store_migrate(s), STORE_OK);
+    assert_int_equal(testdb_migrate(s), STORE_OK);
     const char *coll = "SELECT count(*) FROM pg_attribute a JOIN pg_collation c ON c.oid = a.attcollation "
                        "WHERE c.collname = 'C' AND ((a.attrelid = 'deliveries'::regclass AND a.attname = 'id') "
                        "OR (a.attrelid = 'reminders'::regclass AND a.attname = 'method'))";

@@ -46,12 +46,36 @@ static void test_migrate_twice(void **state)
 {
     store *s = ((testdb *)*state)->s;
     assert_int_equal(store_schema_version(s), 0);
-    assert_int_equal(store_migrate(s), STORE_OK);
-    assert_int_equal(store_schema_version(s), store_schema_latest());
-    assert_int_equal(store_migrate(s), STORE_OK);
-    assert_int_equal(store_schema_version(s), store_schema_latest());
-    assert_int_equal(query_int(s, "SELECT count(*) FROM schema_migrations"), store_schema_latest());
+    assert_int_equal(testdb_migrate(s), STORE_OK);
+    assert_int_equal(store_schema_version(s), testdb_latest());
+    assert_int_equal(testdb_migrate(s), STORE_OK);
+    assert_int_equal(store_schema_version(s), testdb_latest());
+    assert_int_equal(query_int(s, "SELECT count(*) FROM schema_migrations"), testdb_nsteps());
     assert_int_equal(query_int(s, "SELECT count(*) FROM users"), 0);
+}
+
+/* The one list keeps the domains' steps in version order whatever order
+ * they are added in, and refuses a version claimed twice. */
+static void test_schema_list(void **state)
+{
+    (void)state;
+    static const store_migration a[] = {{3, "c", "SELECT 1", NULL}, {10, "d", "SELECT 1", NULL}};
+    static const store_migration b[] = {{1, "a", "SELECT 1", NULL}, {7, "b", "SELECT 1", NULL}};
+    static const store_migration dup[] = {{7, "again", "SELECT 1", NULL}};
+    static const store_migration zero[] = {{0, "zero", "SELECT 1", NULL}};
+    store_schema s = {0};
+    assert_int_equal(store_schema_add(&s, a, 2), 0);
+    assert_int_equal(store_schema_add(&s, b, 2), 0);
+    assert_int_equal(s.n, 4);
+    int want[] = {1, 3, 7, 10};
+    for (int i = 0; i < 4; i++) assert_int_equal(s.steps[i]->version, want[i]);
+    assert_int_equal(store_schema_latest(&s), 10);
+    assert_int_equal(store_schema_add(&s, dup, 1), -1);
+    assert_int_equal(store_schema_add(&s, zero, 1), -1);
+    assert_int_equal(s.n, 4);
+    /* chime's own: every domain's steps, no version twice, in order. */
+    assert_int_equal(chime_schema(&s), 0);
+    for (int i = 1; i < s.n; i++) assert_true(s.steps[i - 1]->version < s.steps[i]->version);
 }
 
 /* Migration 1's tables as specified: defaults, the unique lower-cased email,
@@ -443,6 +467,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TESTDB_TEST_RAW(test_open_close),
         TESTDB_TEST_RAW(test_migrate_twice),
+        cmocka_unit_test(test_schema_list),
         TESTDB_TEST(test_schema_users),
         TESTDB_TEST(test_schema_columns),
         TESTDB_TEST_RAW(test_types_and_null),

@@ -11,7 +11,7 @@
  *     }
  *     const struct CMUnitTest tests[] = { TESTDB_TEST(test_thing), ... };
  *
- * TESTDB_TEST_RAW does the same without running store_migrate. Teardown
+ * TESTDB_TEST_RAW does the same without running testdb_migrate. Teardown
  * closes the store and deletes the database, also when the test failed.
  *
  * PostgreSQL comes from $CHIME_TEST_PG (tests/run.sh starts a server and
@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "schema.h"
 #include "store/store.h"
 
 typedef struct testdb {
@@ -178,6 +179,27 @@ static inline store *testdb_open(const testdb *db)
     return s;
 }
 
+/* store_migrate with chime's whole schema (src/schema.c). */
+static inline int testdb_migrate(store *s)
+{
+    store_schema schema;
+    return chime_schema(&schema) == 0 ? store_migrate(s, &schema) : STORE_ERROR;
+}
+
+/* The newest version chime's schema knows. */
+static inline int testdb_latest(void)
+{
+    store_schema schema;
+    return chime_schema(&schema) == 0 ? store_schema_latest(&schema) : -1;
+}
+
+/* How many steps chime's schema has (versions need not be contiguous). */
+static inline int testdb_nsteps(void)
+{
+    store_schema schema;
+    return chime_schema(&schema) == 0 ? schema.n : -1;
+}
+
 /* initial_state codes for the fixtures below. */
 enum { TESTDB_SQLITE_RAW = 1, TESTDB_PG_RAW, TESTDB_SQLITE_MIGRATED, TESTDB_PG_MIGRATED };
 
@@ -189,7 +211,7 @@ static inline int testdb_setup(void **state)
     testdb *db = malloc(sizeof *db);
     if (!db || testdb_create(db, backend) < 0 || !(db->s = testdb_open(db)))
         goto fail;
-    if ((code == TESTDB_SQLITE_MIGRATED || code == TESTDB_PG_MIGRATED) && store_migrate(db->s)) {
+    if ((code == TESTDB_SQLITE_MIGRATED || code == TESTDB_PG_MIGRATED) && testdb_migrate(db->s)) {
         print_error("store_migrate: %s\n", store_errmsg(db->s));
         goto fail;
     }

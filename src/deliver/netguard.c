@@ -1,6 +1,6 @@
 /* netguard.c -- what a webhook URL may look like, and which addresses an
  * outbound call must never reach. Pure functions: no I/O, no state. */
-#include "notify/channels.h"
+#include "deliver/channels.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -10,17 +10,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-static int url_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int url_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
+#include "base/base.h"
 
 static bool host_char(char ch)
 {
@@ -31,57 +21,57 @@ static bool host_char(char ch)
 /* "[v6]" (a valid IPv6 literal, no zone id) or a DNS name / IPv4 literal. */
 static int check_host(const char *h, size_t n, char *err, size_t errlen)
 {
-    if (n == 0) return url_fail(err, errlen, "url has no host");
+    if (n == 0) return base_errf(err, errlen, "url has no host");
     if (h[0] == '[') {
         char lit[64];
         struct in6_addr a6;
         if (n < 3 || h[n - 1] != ']' || n - 2 >= sizeof lit)
-            return url_fail(err, errlen, "url has a malformed IPv6 host");
+            return base_errf(err, errlen, "url has a malformed IPv6 host");
         memcpy(lit, h + 1, n - 2);
         lit[n - 2] = '\0';
-        if (inet_pton(AF_INET6, lit, &a6) != 1) return url_fail(err, errlen, "url has a malformed IPv6 host");
+        if (inet_pton(AF_INET6, lit, &a6) != 1) return base_errf(err, errlen, "url has a malformed IPv6 host");
         return 0;
     }
-    if (n > 253) return url_fail(err, errlen, "url host is longer than 253 characters");
+    if (n > 253) return base_errf(err, errlen, "url host is longer than 253 characters");
     for (size_t i = 0; i < n; i++)
-        if (!host_char(h[i])) return url_fail(err, errlen, "url host has a character a host name cannot have");
-    if (h[0] == '.' || h[0] == '-') return url_fail(err, errlen, "url host is not a valid name");
+        if (!host_char(h[i])) return base_errf(err, errlen, "url host has a character a host name cannot have");
+    if (h[0] == '.' || h[0] == '-') return base_errf(err, errlen, "url host is not a valid name");
     return 0;
 }
 
 static int check_port(const char *p, size_t n, char *err, size_t errlen)
 {
     long v = 0;
-    if (n == 0 || n > 5) return url_fail(err, errlen, "url port must be a number from 1 to 65535");
+    if (n == 0 || n > 5) return base_errf(err, errlen, "url port must be a number from 1 to 65535");
     for (size_t i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9') return url_fail(err, errlen, "url port must be a number from 1 to 65535");
+        if (p[i] < '0' || p[i] > '9') return base_errf(err, errlen, "url port must be a number from 1 to 65535");
         v = v * 10 + (p[i] - '0');
     }
-    if (v < 1 || v > 65535) return url_fail(err, errlen, "url port must be a number from 1 to 65535");
+    if (v < 1 || v > 65535) return base_errf(err, errlen, "url port must be a number from 1 to 65535");
     return 0;
 }
 
 int channels_url_check(const char *url, char *err, size_t errlen)
 {
-    if (!url) return url_fail(err, errlen, "url is missing");
+    if (!url) return base_errf(err, errlen, "url is missing");
     size_t len = strnlen(url, CHANNELS_URL_MAX + 1);
-    if (len > CHANNELS_URL_MAX) return url_fail(err, errlen, "url is longer than %d bytes", CHANNELS_URL_MAX);
+    if (len > CHANNELS_URL_MAX) return base_errf(err, errlen, "url is longer than %d bytes", CHANNELS_URL_MAX);
     /* Only visible ASCII: no spaces, controls (header and request-line
      * injection) or raw non-ASCII that parsers disagree about. */
     for (size_t i = 0; i < len; i++)
         if ((unsigned char)url[i] <= 0x20 || (unsigned char)url[i] >= 0x7f || url[i] == '\\')
-            return url_fail(err, errlen, "url has a space, control, backslash or non-ASCII character");
+            return base_errf(err, errlen, "url has a space, control, backslash or non-ASCII character");
     const char *rest;
     if (strncasecmp(url, "http://", 7) == 0) rest = url + 7;
     else if (strncasecmp(url, "https://", 8) == 0) rest = url + 8;
-    else return url_fail(err, errlen, "url must start with http:// or https://");
+    else return base_errf(err, errlen, "url must start with http:// or https://");
     size_t auth_len = strcspn(rest, "/?#");
-    if (memchr(rest, '@', auth_len)) return url_fail(err, errlen, "url must not carry a user name or password");
+    if (memchr(rest, '@', auth_len)) return base_errf(err, errlen, "url must not carry a user name or password");
     if (rest[auth_len] == '#' || strchr(rest + auth_len, '#'))
-        return url_fail(err, errlen, "url must not have a #fragment");
+        return base_errf(err, errlen, "url must not have a #fragment");
     /* The port is after the last ':' outside an IPv6 literal's brackets. */
     const char *close = rest[0] == '[' ? memchr(rest, ']', auth_len) : NULL;
-    if (rest[0] == '[' && !close) return url_fail(err, errlen, "url has a malformed IPv6 host");
+    if (rest[0] == '[' && !close) return base_errf(err, errlen, "url has a malformed IPv6 host");
     const char *search = close ? close : rest;
     const char *colon = memchr(search, ':', auth_len - (size_t)(search - rest));
     size_t host_len = colon ? (size_t)(colon - rest) : auth_len;

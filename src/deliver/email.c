@@ -12,18 +12,18 @@
 #include <time.h>
 
 #include "base/base.h"
-#include "notify/channels_int.h"
+#include "deliver/channels_int.h"
 
 #define SUBJECT_MAX 900 /* bytes kept; a header line stays under 998 */
 
 /* A growing buffer; any failed append leaves failed set. */
-typedef struct buf {
+typedef struct email_buf {
     char *p;
     size_t len, cap;
     bool failed;
-} buf;
+} email_buf;
 
-static void buf_add(buf *b, const char *s, size_t n)
+static void buf_add(email_buf *b, const char *s, size_t n)
 {
     if (b->failed) return;
     if (b->len + n + 1 > b->cap) {
@@ -42,13 +42,13 @@ static void buf_add(buf *b, const char *s, size_t n)
     b->p[b->len] = '\0';
 }
 
-static void buf_str(buf *b, const char *s)
+static void buf_str(email_buf *b, const char *s)
 {
     buf_add(b, s, strlen(s));
 }
 
 /* Base64 in lines of 76 characters (RFC 2045). */
-static void buf_base64(buf *b, const unsigned char *data, size_t n)
+static void buf_base64(email_buf *b, const unsigned char *data, size_t n)
 {
     for (size_t off = 0; off < n || off == 0; off += 57) {
         size_t chunk = n - off < 57 ? n - off : 57;
@@ -70,7 +70,7 @@ static bool plain_ascii(const char *s, size_t n)
 
 /* Subject: line breaks and controls become spaces; non-ASCII goes into
  * encoded words of at most 45 bytes, cut between UTF-8 characters. */
-static void buf_subject(buf *b, const char *subject)
+static void buf_subject(email_buf *b, const char *subject)
 {
     char clean[SUBJECT_MAX + 1];
     size_t n = 0;
@@ -102,7 +102,7 @@ static void buf_subject(buf *b, const char *subject)
 }
 
 /* When the caller has no HTML, the text escaped, with its line breaks. */
-static void buf_html_from_text(buf *b, const char *text)
+static void buf_html_from_text(email_buf *b, const char *text)
 {
     buf_str(b, "<!DOCTYPE html><html><body><p>");
     for (const char *p = text; *p; p++) {
@@ -145,7 +145,7 @@ static void rfc5322_date(char *out, size_t size)
              tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
-static void buf_part(buf *b, const char *boundary, const char *type, const char *content, size_t len)
+static void buf_part(email_buf *b, const char *boundary, const char *type, const char *content, size_t len)
 {
     buf_str(b, "--");
     buf_str(b, boundary);
@@ -155,7 +155,7 @@ static void buf_part(buf *b, const char *boundary, const char *type, const char 
     buf_base64(b, (const unsigned char *)content, len);
 }
 
-static int build_message(buf *b, const chan_settings *st, const char *to, const char *subject, const char *text,
+static int build_message(email_buf *b, const chan_settings *st, const char *to, const char *subject, const char *text,
                          const char *html, const char *id)
 {
     char date[64], boundary[48], msgid[CHANNELS_ID_MAX + 1];
@@ -190,7 +190,7 @@ static int build_message(buf *b, const chan_settings *st, const char *to, const 
     if (html) {
         buf_part(b, boundary, "text/html", html, strlen(html));
     } else {
-        buf made = {0};
+        email_buf made = {0};
         buf_html_from_text(&made, text);
         if (made.failed) b->failed = true;
         else buf_part(b, boundary, "text/html", made.p, made.len);
@@ -228,7 +228,7 @@ int channels_email(channels *c, const char *to, const char *subject, const char 
     s->kind = CHAN_EMAIL;
     chan_origin_set(s, st.smtp_url);
     snprintf(s->id, sizeof s->id, "%s", delivery_id);
-    buf b = {0};
+    email_buf b = {0};
     if (build_message(&b, &st, to, subject, text, html, delivery_id) != 0) {
         free(b.p);
         goto fail;

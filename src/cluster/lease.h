@@ -35,8 +35,8 @@
  * node starts a new tenure, so a stale run from the old one stays fenced.
  * Keep fenced transactions short: a renewal waits for them.
  */
-#ifndef CHIME_JOBS_LEASE_H
-#define CHIME_JOBS_LEASE_H
+#ifndef CHIME_CLUSTER_LEASE_H
+#define CHIME_CLUSTER_LEASE_H
 
 #include <pthread.h>
 #include <stdbool.h>

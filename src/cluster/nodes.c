@@ -1,5 +1,5 @@
 /* nodes.c -- node rows, timed by the database clock. */
-#include "jobs/nodes.h"
+#include "cluster/nodes.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,18 +1,21 @@
 /* channels.h -- outbound delivery channels: webhook (HTTP POST, signed)
- * and email (SMTP). Sends are asynchronous on the channel's own thread(s);
- * done() is called exactly once per send, from a channel thread.
+ * and email (SMTP). Sends are asynchronous; done() is called exactly once
+ * per send, from a channel thread.
  *
- * One libcurl multi handle on one thread carries every send, so
- * connections to the same receiver are kept alive and reused. Webhooks never
- * follow redirects and, unless allow_private is set, refuse to connect to
+ * Webhooks go through chime's own HTTP/1.1 client (src/net/hclient.h) on
+ * its own event loop thread: connections to a receiver are kept alive and
+ * reused (at most 16 per origin, the rest queued). They never follow
+ * redirects and, unless allow_private is set, refuse to connect to
  * loopback, private, link-local and other non-public addresses; the check
- * runs on the address curl is about to connect to, after DNS resolution, so
- * a name that resolves to 127.0.0.1 is refused like 127.0.0.1 itself.
+ * runs on every address a name resolves to, before connecting, so a name
+ * that resolves to 127.0.0.1 is refused like 127.0.0.1 itself. Email goes
+ * through one libcurl multi handle on a thread of its own (SMTP, STARTTLS
+ * when offered). Both share the max_in_flight sends.
  *
- * This header is the seam the reminder scheduler (src/notify) codes
- * against; keep its calls exactly as they are. */
-#ifndef CHIME_NOTIFY_CHANNELS_H
-#define CHIME_NOTIFY_CHANNELS_H
+ * This header is the seam the senders (the reminder engine, src/notify;
+ * next, chat and feed pushes) code against. */
+#ifndef CHIME_DELIVER_CHANNELS_H
+#define CHIME_DELIVER_CHANNELS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -4,7 +4,7 @@
  * no node's clock and no gap between "what time is it" and "decide" enters
  * into it. The SQL differs between backends only in that clock expression
  * and in FOR UPDATE. */
-#include "jobs/lease.h"
+#include "cluster/lease.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,8 +4,8 @@
  * and deletes its row on clean shutdown. "Live" means a heartbeat within
  * the last lease length, by the database clock. Rows of nodes that died
  * are deleted by any live node once they are long dead. */
-#ifndef CHIME_JOBS_NODES_H
-#define CHIME_JOBS_NODES_H
+#ifndef CHIME_CLUSTER_NODES_H
+#define CHIME_CLUSTER_NODES_H
 
 #include <stdint.h>
 

@@ -1,12 +1,12 @@
 /* channels_int.h -- what channels.c shares with its senders (webhook.c,
  * email.c). Not part of the channels API. The curl thread carries email;
  * webhooks go through the webhook client (src/net/hclient.h). */
-#ifndef CHIME_NOTIFY_CHANNELS_INT_H
-#define CHIME_NOTIFY_CHANNELS_INT_H
+#ifndef CHIME_DELIVER_CHANNELS_INT_H
+#define CHIME_DELIVER_CHANNELS_INT_H
 
 #include <curl/curl.h>
 
-#include "notify/channels.h"
+#include "deliver/channels.h"
 
 typedef enum { CHAN_WEBHOOK, CHAN_EMAIL } chan_kind;
 

@@ -20,7 +20,7 @@
  * handles queued for 16 connections to one receiver cost its thread 52 us
  * a send. A queue per receiver, not one cap for all, so a slow receiver
  * holds back only its own sends. */
-#include "notify/channels.h"
+#include "deliver/channels.h"
 
 #include <curl/curl.h>
 #include <pthread.h>
@@ -32,7 +32,7 @@
 
 #include "base/base.h"
 #include "net/hclient.h"
-#include "notify/channels_int.h"
+#include "deliver/channels_int.h"
 
 #define CHANNELS_HOST_CONNECTIONS 16
 #define CHANNELS_PER_ORIGIN CHANNELS_HOST_CONNECTIONS

@@ -15,7 +15,7 @@
 
 #include "base/base.h"
 #include "net/hclient.h"
-#include "notify/channels_int.h"
+#include "deliver/channels_int.h"
 
 void channels_sign(const char *secret, const char *timestamp, const char *body, size_t body_len,
                    char out[CHANNELS_SIG_SIZE])

@@ -1,0 +1,76 @@
+/* cal_schema.c -- the calendar's schema steps. See store.h for the rules
+ * of a step (never edit or renumber one that has shipped). */
+#include "calendar/calendar.h"
+
+static const store_migration cal_steps[] = {
+    /* Calendars, events (a series is one row; its instances are computed),
+     * per-instance overrides keyed by the original start, and attendees.
+     * Times: *_ms are UTC instants; *_local are wall times in basic format
+     * (YYYYMMDD for all-day, YYYYMMDDTHHMMSS otherwise) in the event's
+     * time_zone, or the calendar's zone when time_zone is NULL (floating). */
+    {2, "calendar",
+     "CREATE TABLE calendars ("
+     " id BIGINT PRIMARY KEY,"
+     " owner_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+     " summary TEXT NOT NULL,"
+     " time_zone TEXT NOT NULL,"
+     " is_primary INTEGER NOT NULL DEFAULT 0,"
+     " feed_token_hash TEXT,"
+     " created_ms BIGINT NOT NULL);"
+     "CREATE INDEX calendars_owner ON calendars(owner_id);"
+     "CREATE UNIQUE INDEX calendars_primary ON calendars(owner_id) WHERE is_primary = 1;"
+     "CREATE UNIQUE INDEX calendars_feed ON calendars(feed_token_hash);"
+     "CREATE TABLE events ("
+     " id BIGINT PRIMARY KEY,"
+     " calendar_id BIGINT NOT NULL REFERENCES calendars(id) ON DELETE CASCADE,"
+     " created_by BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+     " ical_uid TEXT NOT NULL,"
+     " summary TEXT NOT NULL DEFAULT '',"
+     " description TEXT NOT NULL DEFAULT '',"
+     " location TEXT NOT NULL DEFAULT '',"
+     " status TEXT NOT NULL DEFAULT 'confirmed',"
+     " all_day INTEGER NOT NULL DEFAULT 0,"
+     " time_zone TEXT,"
+     " start_local TEXT NOT NULL,"
+     " end_local TEXT NOT NULL,"
+     " start_ms BIGINT NOT NULL,"
+     " duration_s BIGINT NOT NULL,"
+     " rrule TEXT,"
+     " rdates TEXT NOT NULL DEFAULT '',"
+     " exdates TEXT NOT NULL DEFAULT '',"
+     " series_end_ms BIGINT,"
+     " reminders TEXT NOT NULL DEFAULT '',"
+     " etag TEXT NOT NULL,"
+     " created_ms BIGINT NOT NULL,"
+     " updated_ms BIGINT NOT NULL);"
+     "CREATE INDEX events_calendar ON events(calendar_id, start_ms);"
+     "CREATE UNIQUE INDEX events_uid ON events(calendar_id, ical_uid);"
+     "CREATE TABLE event_overrides ("
+     " event_id BIGINT NOT NULL REFERENCES events(id) ON DELETE CASCADE,"
+     " original_ms BIGINT NOT NULL,"
+     " cancelled INTEGER NOT NULL DEFAULT 0,"
+     " summary TEXT,"
+     " description TEXT,"
+     " location TEXT,"
+     " status TEXT,"
+     " start_local TEXT,"
+     " end_local TEXT,"
+     " start_ms BIGINT NOT NULL,"
+     " end_ms BIGINT NOT NULL,"
+     " updated_ms BIGINT NOT NULL,"
+     " PRIMARY KEY (event_id, original_ms));"
+     "CREATE INDEX event_overrides_time ON event_overrides(start_ms);"
+     "CREATE TABLE attendees ("
+     " event_id BIGINT NOT NULL REFERENCES events(id) ON DELETE CASCADE,"
+     " user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+     " response_status TEXT NOT NULL DEFAULT 'needs_action',"
+     " reminders TEXT,"
+     " PRIMARY KEY (event_id, user_id));"
+     "CREATE INDEX attendees_user ON attendees(user_id)",
+     NULL},
+};
+
+int cal_schema_add(store_schema *s)
+{
+    return store_schema_add(s, cal_steps, sizeof cal_steps / sizeof cal_steps[0]);
+}
