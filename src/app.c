@@ -52,6 +52,21 @@ static double gauge_users(void *arg, int loop)
     return users_count(store_pool_at(a->dbs, loop), &n) == USERS_OK ? (double)n : -1;
 }
 
+/* The chat and its WebSocket gateway: the hub hooks into the loops. */
+static int chat_setup(app *a, http_server *s)
+{
+    chat_opts co = {.dbs = a->dbs, .db_url = a->cfg.db, .node_id = a->node_id,
+                    .group_max_members = a->cfg.group_max_members, .retention_days = a->cfg.sync_retention_days,
+                    .rate = a->cfg.chat_rate, .lease_ttl_ms = a->cfg.lease_ttl};
+    if (!(a->chat = chat_new(&co))) return -1;
+    ws_hub_opts ho = {.ping_ms = a->cfg.ws_ping, .max_per_user = (int)a->cfg.ws_max_per_user, .max_frame = 65536};
+    ws_hub_events ev = chat_ws_events(a->chat);
+    if (!(a->hub = ws_hub_new(s, &ho, &ev)) || !(a->push = push_new(a->hub))) return -1;
+    chat_attach(a->chat, a->hub, a->push);
+    chat_register(a->chat, s);
+    return 0;
+}
+
 static int users_start(app *a)
 {
     users_http_opts o = {.dbs = a->dbs, .session_ttl_s = a->cfg.session_ttl, .signin_limit = a->cfg.signin_limit,
@@ -92,6 +107,10 @@ http_server *app_http_new(app *a)
     notify_http_register(&a->inbox, s);
     a->webhooks = (webhooks_http){.dbs = a->dbs, .channels = a->channels};
     webhooks_http_register(&a->webhooks, s);
+    if (chat_setup(a, s) != 0) {
+        log_error("cannot set up the chat (out of memory)");
+        return NULL;
+    }
     return s;
 }
 
@@ -99,6 +118,12 @@ void app_http_free(app *a)
 {
     http_server_free(a->http); /* stops the loops: their connections close */
     a->http = NULL;
+    ws_hub_free(a->hub);
+    a->hub = NULL;
+    push_free(a->push);
+    a->push = NULL;
+    chat_free(a->chat);
+    a->chat = NULL;
     users_http_free(a->users);
     a->users = NULL;
     store_pool_free(a->dbs);
@@ -126,6 +151,12 @@ static int register_jobs(app *a)
                         .handler = users_cleanup_job, .arg = &a->cleanup, .enabled = true,
                         .misfire = JOBS_MISFIRE_RUN_ONCE, .max_run_ms = 5 * 60000};
     if (jobs_register(a->jobs, &cleanup, err, sizeof err) != 0) goto fail;
+    a->chat_cleanup = (chat_cleanup_opts){.retention_ms = a->cfg.sync_retention_days * 86400000,
+                                          .dead_after_ms = 4 * a->cfg.lease_ttl};
+    jobs_def chat = {.name = "chat.cleanup", .schedule = "30 * * * * *", .time_zone = "UTC",
+                     .handler = chat_cleanup_job, .arg = &a->chat_cleanup, .enabled = true,
+                     .misfire = JOBS_MISFIRE_RUN_ONCE, .max_run_ms = 5 * 60000};
+    if (jobs_register(a->jobs, &chat, err, sizeof err) != 0) goto fail;
     if (a->cfg.test_tick_job >= 0) {
         /* Late by under a minute: every missed tick is run in turn. */
         jobs_def tick = {.name = "tick", .schedule = "* * * * * *", .time_zone = "UTC",
@@ -204,6 +235,29 @@ void app_notify_stop(app *a)
 {
     notify_engine_free(a->notify); /* waits for its sends; app_channels_stop comes after */
     a->notify = NULL;
+}
+
+int app_chat_start(app *a)
+{
+    bus_opts bo = {.db_url = a->cfg.db, .redis_url = a->cfg.redis, .node_id = a->node_id};
+    if (!(a->bus = bus_new(&bo, push_on_bus, a->push)) || bus_start(a->bus) != 0) {
+        log_error("cannot start the bus between nodes");
+        return -1;
+    }
+    push_set_bus(a->push, a->bus);
+    if (chat_start(a->chat) != 0) {
+        log_error("cannot start the chat's writer");
+        return -1;
+    }
+    return 0;
+}
+
+void app_chat_stop(app *a)
+{
+    if (a->chat) chat_stop(a->chat);
+    bus_free(a->bus);
+    a->bus = NULL;
+    if (a->push) push_set_bus(a->push, NULL);
 }
 
 int app_channels_start(app *a)

@@ -5,8 +5,13 @@
 #define CHIME_APP_H
 
 #include "calendar/cal_http.h"
+#include "chat/chat_cleanup.h"
+#include "chat/chat_http.h"
+#include "cluster/bus.h"
+#include "deliver/push.h"
 #include "config.h"
 #include "http/server.h"
+#include "http/ws.h"
 #include "jobs/jobs.h"
 #include "jobs/jobs_http.h"
 #include "notify/notify.h"
@@ -31,11 +36,18 @@ typedef struct app {
     notify_http inbox;
     webhooks_http webhooks;
     notify_sync_opts sync; /* the calendar's change listener's */
+    chat_service *chat;
+    /* The WebSocket gateway: the hub (connections by user, on the loops),
+     * the push channel through it, and the bus between nodes. */
+    ws_hub *hub;
+    push *push;
+    bus *bus;
     /* The job scheduler and what it borrows; app_jobs_start makes them. */
     char node_id[64];
     jobs_registry *jobs;
     jobs_scheduler *scheduler;
     users_cleanup_opts cleanup;
+    chat_cleanup_opts chat_cleanup;
     /* Outbound webhooks and email; app_channels_start makes it. */
     struct channels *channels;
     /* Reminders: the scanner and delivery workers (they send through
@@ -63,6 +75,12 @@ void app_jobs_stop(app *a);
 int app_notify_start(app *a);
 /* Stops it, releasing its leases; safe when it was not started. */
 void app_notify_stop(app *a);
+/* Starts the bus between nodes and the chat's writer (after
+ * app_jobs_start: presence rows carry the node id). 0 or -1 (logged). */
+int app_chat_start(app *a);
+/* After the HTTP server has stopped (its parked requests answered). */
+void app_chat_stop(app *a);
+
 /* Starts the outbound delivery channels from the settings (--smtp-url,
  * --smtp-from, --webhook-allow-private, --webhook-timeout). Returns 0 or
  * -1 (logged). app_channels_stop waits for sends in flight; call it after

@@ -79,6 +79,15 @@ static const opt_def opts[] = {
         "milliseconds each webhook or email attempt may take (default 10000)"),
     NUM("send-max-in-flight", send_max_in_flight, OPT_INT, 1, 65536,
         "webhook and email sends outstanding at once; more wait their turn (default 1024)"),
+    STR(redis, "Redis for hints between nodes (and the hot list), redis://HOST:PORT (default: none)"),
+    NUM("group-max-members", group_max_members, OPT_INT, 2, 100000, "members a group conversation may have (default 500)"),
+    NUM("sync-retention-days", sync_retention_days, OPT_INT, 1, 3650,
+        "days of chat changes kept for /v1/sync; older cursors get 410 (default 30)"),
+    NUM("ws-ping", ws_ping, OPT_MS, 100, 3600000,
+        "seconds between WebSocket pings; two missed pongs close it (default 25)"),
+    NUM("ws-max-per-user", ws_max_per_user, OPT_INT, 1, 1000,
+        "WebSocket connections a user may have on a node; the oldest goes (default 10)"),
+    NUM("chat-rate", chat_rate, OPT_INT, 1, 100000, "chat messages a user may send per second, twice that in a burst (default 20)"),
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -112,6 +121,11 @@ void config_defaults(chime_config *c)
     strcpy(c->smtp_from, "chime <noreply@localhost>");
     c->webhook_timeout = 10000;
     c->send_max_in_flight = 1024;
+    c->group_max_members = 500;
+    c->sync_retention_days = 30;
+    c->ws_ping = 25000;
+    c->ws_max_per_user = 10;
+    c->chat_rate = 20;
 }
 
 /* "2", "0.5", "1.25" seconds or "500ms", to whole milliseconds. */

@@ -43,6 +43,13 @@ typedef struct chime_config {
     int64_t webhook_allow_private; /* 0/1: webhooks may reach private networks */
     int64_t webhook_timeout;/* ms per delivery attempt */
     int64_t send_max_in_flight; /* webhook/email sends outstanding at once */
+    /* chat and the WebSocket gateway (src/chat, src/http/ws.c) */
+    char redis[512];              /* "" = hints between nodes through PostgreSQL */
+    int64_t group_max_members;
+    int64_t sync_retention_days;
+    int64_t ws_ping;              /* ms between pings */
+    int64_t ws_max_per_user;      /* connections a user may have on a node */
+    int64_t chat_rate;            /* messages a user may send per second */
 } chime_config;
 
 void config_defaults(chime_config *c);

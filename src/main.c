@@ -125,8 +125,11 @@ static int cmd_serve(int argc, char **argv)
         free(a);
         return 1;
     }
-    if (app_jobs_start(a) != 0 || app_notify_start(a) != 0) {
+    if (app_jobs_start(a) != 0 || app_chat_start(a) != 0 || app_notify_start(a) != 0) {
+        app_notify_stop(a);
         app_jobs_stop(a);
+        http_server_stop(a->http);
+        app_chat_stop(a);
         app_http_free(a);
         app_channels_stop(a);
         tz_db_free(a->tz);
@@ -141,6 +144,10 @@ static int cmd_serve(int argc, char **argv)
      * reminder shards at once. */
     app_notify_stop(a);
     app_jobs_stop(a);
+    /* The server stops (its parked requests answered by the chat's
+     * writer), then the writer, then what the loops used. */
+    http_server_stop(a->http);
+    app_chat_stop(a);
     app_http_free(a);
     /* After everything that sends: waits for deliveries in flight. */
     app_channels_stop(a);

@@ -92,6 +92,16 @@ typedef void (*http_work_fn)(void *arg);
 typedef void (*http_done_fn)(http_req *r, void *arg);
 void http_defer(http_req *r, http_work_fn work, http_done_fn done, void *arg);
 
+/* Sets the request aside for work another thread of the caller's does
+ * (a writer that commits many requests' writes together): the handler
+ * returns without answering, and once the work is done any thread calls
+ * http_unpark, exactly once; done(r, arg) then runs on the request's own
+ * loop and must answer (r == NULL when the client went away: free arg).
+ * NULL after answering 503 (out of memory): the work must not start. */
+typedef struct http_parked http_parked;
+http_parked *http_park(http_req *r, http_done_fn done, void *arg);
+void http_unpark(http_parked *p);
+
 /* The JSON object body of a request: checks the content type (415), parses
  * (400, with the position), requires an object (400). Returns NULL after
  * filling e. The caller owns the result. */

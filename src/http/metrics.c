@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const int statuses[METRICS_NSTATUS - 1] = {200, 201, 202, 204, 301, 302, 304, 400,
+static const int statuses[METRICS_NSTATUS - 1] = {101, 200, 201, 202, 204, 207, 301, 302, 304, 400,
                                                   401, 403, 404, 405, 409, 410, 412, 413,
                                                   415, 422, 429, 500, 502, 503, 504};
 /* Upper bounds in microseconds; the last bucket is +Inf. */

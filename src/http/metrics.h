@@ -8,7 +8,7 @@
 
 #include "http/router.h"
 
-#define METRICS_NSTATUS 24
+#define METRICS_NSTATUS 26
 #define METRICS_NBUCKETS 14
 #define METRICS_MAX_GAUGES 32
 

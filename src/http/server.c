@@ -22,6 +22,7 @@
 #include "base/base.h"
 #include "http/metrics.h"
 #include "http/router.h"
+#include "http/server_int.h"
 #include "http/workers.h"
 
 typedef struct loop_thread loop_thread;
@@ -97,6 +98,7 @@ static loop_thread *thread_of(h2o_req_t *req)
 static const char *reason_of(int status)
 {
     switch (status) {
+    case 101: return "Switching Protocols";
     case 200: return "OK";
     case 201: return "Created";
     case 202: return "Accepted";
@@ -330,19 +332,15 @@ static void deferred_run(void *p)
     h2o_multithread_send_message(&d->thread->done_rx, &d->msg);
 }
 
-void http_defer(http_req *r, http_work_fn work, http_done_fn done, void *arg)
+/* A request set aside: answered later by done, on its own loop. */
+static http_deferred *deferred_new(http_req *r, http_done_fn done, void *arg)
 {
     h2o_req_t *req = r->impl;
     loop_thread *t = thread_of(req);
     http_deferred *d = calloc(1, sizeof *d);
-    if (!d) {
-        done(NULL, arg);
-        http_send_error(r, 503, "unavailable", NULL, "out of memory");
-        return;
-    }
+    if (!d) return NULL;
     d->thread = t;
     d->req = r;
-    d->work = work;
     d->done = done;
     d->arg = arg;
     /* Freed with the request's pool; tells us if the request died first. */
@@ -350,6 +348,33 @@ void http_defer(http_req *r, http_work_fn work, http_done_fn done, void *arg)
     d->guard = h2o_mem_alloc_shared(&req->pool, sizeof *d->guard, deferred_guard_dispose);
     *d->guard = d;
     t->pending++;
+    return d;
+}
+
+http_parked *http_park(http_req *r, http_done_fn done, void *arg)
+{
+    http_deferred *d = deferred_new(r, done, arg);
+    if (!d) http_send_error(r, 503, "unavailable", NULL, "out of memory");
+    return (http_parked *)d;
+}
+
+void http_unpark(http_parked *p)
+{
+    http_deferred *d = (http_deferred *)p;
+    h2o_multithread_send_message(&d->thread->done_rx, &d->msg);
+}
+
+void http_defer(http_req *r, http_work_fn work, http_done_fn done, void *arg)
+{
+    h2o_req_t *req = r->impl;
+    loop_thread *t = thread_of(req);
+    http_deferred *d = deferred_new(r, done, arg);
+    if (!d) {
+        done(NULL, arg);
+        http_send_error(r, 503, "unavailable", NULL, "out of memory");
+        return;
+    }
+    d->work = work;
     if (workers_submit(t->srv->pool, deferred_run, d) != 0) {
         t->pending--;
         *d->guard = NULL;
@@ -375,6 +400,34 @@ static void on_deferred_done(h2o_multithread_receiver_t *rx, h2o_linklist_t *mes
         }
         free(d);
     }
+}
+
+/* ---- WebSocket upgrades (ws.c) -------------------------------------------- */
+
+h2o_context_t *http_server_context(http_server *s, int loop)
+{
+    return &s->threads[loop].ctx;
+}
+
+h2o_websocket_conn_t *http_server_upgrade_ws(http_req *r, void *data, h2o_websocket_msg_callback cb)
+{
+    h2o_req_t *req = r->impl;
+    const char *key = NULL;
+    if (req->version >= 0x200 || h2o_is_websocket_handshake(req, &key) != 0 || !key) return NULL;
+    loop_thread *t = thread_of(req);
+    /* h2o writes the 101 itself, past our filters and finish(). */
+    r->answered = true;
+    r->status = 101;
+    metrics_observe(&t->srv->metrics, r->route_index, 101, base_mono_ns() - r->started_ns);
+    access_log(t->srv, r, req, 101, 0);
+    return h2o_upgrade_to_websocket(req, key, data, cb);
+}
+
+int http_authenticate(http_req *r, http_err *e)
+{
+    http_server *srv = thread_of(r->impl)->srv;
+    http_err_set(e, 401, "unauthorized", NULL, "this server checks no sign-ins");
+    return srv->authenticate ? srv->authenticate(srv->auth_arg, r, e) : -1;
 }
 
 /* ---- dispatch ----------------------------------------------------------- */

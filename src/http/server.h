@@ -54,6 +54,10 @@ int http_route(http_server *s, unsigned methods, const char *pattern, http_handl
  * and returns -1. */
 typedef int (*http_auth_fn)(void *arg, http_req *r, http_err *e);
 void http_server_set_auth(http_server *s, http_auth_fn authenticate, http_auth_fn admin, void *arg);
+/* The AUTH check on demand, for a handler whose route may also be
+ * reached another way (a WebSocket ticket): 0 with r->user_id set, or -1
+ * with e filled. */
+int http_authenticate(http_req *r, http_err *e);
 
 /* Work each loop thread does when it starts (before it accepts anything)
  * and when it stops (after its last request): start hooks in the order

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "cluster/lease.h"
 
 struct jobs_registry {
     tz_db *tz;
@@ -165,4 +166,42 @@ int jobs_request_run(store *db, const char *name, int64_t *requested_ms)
 void jobs_lease_name(const char *job, char *buf, size_t size)
 {
     snprintf(buf, size, "job:%s", job);
+}
+
+/* One fenced batch of jobs_run_batches; sets *n to the rows changed. */
+static int run_batch(jobs_run *r, const char *sql, int64_t bound, int64_t batch, int64_t *n)
+{
+    int rc = jobs_run_fence_begin(r, NULL);
+    if (rc != LEASE_OK) {
+        jobs_run_errorf(r, rc == LEASE_LOST ? "fenced off: the lease moved on" : "database: %s",
+                        store_errmsg(jobs_run_db(r)));
+        return -1;
+    }
+    store_stmt *st = store_prepare(jobs_run_db(r), sql);
+    store_bind_int64(st, 1, bound);
+    store_bind_int64(st, 2, batch);
+    rc = store_step(st);
+    *n = rc == STORE_DONE ? store_changes(st) : 0;
+    store_reset(st);
+    if (rc != STORE_DONE) {
+        jobs_run_errorf(r, "database: %s", store_errmsg(jobs_run_db(r)));
+        jobs_run_fence_abort(r);
+        return -1;
+    }
+    if (jobs_run_fence_end(r) != 0) {
+        jobs_run_errorf(r, "commit: %s", store_errmsg(jobs_run_db(r)));
+        return -1;
+    }
+    return 0;
+}
+
+int jobs_run_batches(jobs_run *r, const char *sql, int64_t bound, int64_t batch, int64_t *total)
+{
+    int64_t n = batch;
+    while (n == batch) {
+        if (jobs_run_should_stop(r)) return -1;
+        if (run_batch(r, sql, bound, batch, &n) != 0) return -1;
+        *total += n;
+    }
+    return 0;
 }

@@ -130,6 +130,13 @@ int jobs_run_fence_end(jobs_run *r);
 void jobs_run_fence_abort(jobs_run *r);
 void jobs_run_errorf(jobs_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Runs a bounded statement in fenced batches until one comes back short:
+ * sql takes $1 = bound and $2 = the batch size (a DELETE ... IN (SELECT
+ * ... LIMIT $2)). *total gets the rows changed. Each batch is its own
+ * fenced transaction, so a node that lost the lease mid-run changes
+ * nothing more. 0, or -1 (said with jobs_run_errorf). */
+int jobs_run_batches(jobs_run *r, const char *sql, int64_t bound, int64_t batch, int64_t *total);
+
 /* ---- admin ---------------------------------------------------------------- */
 
 enum { JOBS_OK = 0, JOBS_NOT_FOUND = 1 };

@@ -102,6 +102,17 @@ int users_find_by_email(store *db, const char *email, user *out, char hash[USERS
     return rc == STORE_ROW ? USERS_OK : rc == STORE_DONE ? USERS_NOT_FOUND : USERS_ERROR;
 }
 
+int users_resolve(store *db, const char *ref, int64_t *id)
+{
+    user u;
+    char hash[USERS_HASH_MAX];
+    int rc = base_id_parse(ref, strlen(ref), id) == 0 ? users_get(db, *id, &u)
+             : strchr(ref, '@')                       ? users_find_by_email(db, ref, &u, hash)
+                                                      : USERS_NOT_FOUND;
+    if (rc == USERS_OK) *id = u.id;
+    return rc;
+}
+
 int users_count(store *db, int64_t *out)
 {
     return store_query_int64(db, "SELECT COUNT(*) FROM users", out) == STORE_ROW ? USERS_OK : USERS_ERROR;

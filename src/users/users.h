@@ -41,6 +41,9 @@ int users_get(store *db, int64_t id, user *out);
 /* Finds by email (any case) and copies the password hash. */
 int users_find_by_email(store *db, const char *email, user *out, char hash[USERS_HASH_MAX]);
 int users_count(store *db, int64_t *out);
+/* A user named by id (16 hex digits) or email (any case): USERS_OK with
+ * *id, USERS_NOT_FOUND, or USERS_ERROR. */
+int users_resolve(store *db, const char *ref, int64_t *id);
 
 /* Sessions: the token is returned once and only its SHA-256 is stored. */
 int users_session_create(store *db, int64_t user_id, int64_t ttl_s, char token[USERS_TOKEN_MAX]);

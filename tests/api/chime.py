@@ -118,6 +118,13 @@ class Server:
         finally:
             conn.close()
 
+    def ws(self, token=None, ticket=None, timeout=10, **kw):
+        """A real WebSocket client (python3-websocket) on /v1/ws."""
+        import websocket
+        url = "ws://127.0.0.1:%d/v1/ws" % self.port + ("?ticket=" + ticket if ticket else "")
+        header = ["Authorization: Bearer " + token] if token else []
+        return websocket.create_connection(url, header=header, timeout=timeout, **kw)
+
     def get(self, path, **kw):
         return self.request("GET", path, **kw)
 

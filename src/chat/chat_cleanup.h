@@ -1,0 +1,18 @@
+/* chat_cleanup.h -- the chat's scheduled job (see chat_cleanup.c); app.c
+ * registers it every minute. */
+#ifndef CHIME_CHAT_CLEANUP_H
+#define CHIME_CHAT_CLEANUP_H
+
+#include <stdint.h>
+
+#include "jobs/jobs.h"
+
+typedef struct chat_cleanup_opts {
+    int64_t retention_ms;  /* --sync-retention-days */
+    int64_t dead_after_ms; /* a node silent this long is dead (its presence goes) */
+} chat_cleanup_opts;
+
+/* arg: a chat_cleanup_opts that outlives the scheduler. */
+int chat_cleanup_job(jobs_run *r, void *arg);
+
+#endif

@@ -1,0 +1,452 @@
+/* chat_http.c -- the chat's HTTP handlers (routes in chat_http.h). Reads
+ * run on the request's loop with its connection; writes are validated
+ * here, then handed to the writer (chat_writer.c), and the request waits,
+ * parked, for the commit. Every conversation id that is not the caller's
+ * reads as absent: 404, never 403. */
+#include "chat/chat_http.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "chat/chat_int.h"
+#include "http/json.h"
+#include "users/users.h"
+
+store *chat_db(chat_service *c, int loop)
+{
+    return store_pool_at(c->o.dbs, loop);
+}
+
+/* ---- handing writes to the writer -------------------------------------- */
+
+static void op_answer(http_req *r, void *arg)
+{
+    chat_op *op = arg;
+    chat_result *res = &op->res;
+    if (!r) {
+    } else if (res->status >= 400) {
+        if (res->status == 429 || res->status == 503) http_add_header(r, "Retry-After", "1");
+        http_send_error(r, res->status, res->code, res->field[0] ? res->field : NULL, "%s", res->message);
+    } else if (res->status == 204 || !res->body) {
+        http_send_empty(r, res->status ? res->status : 204);
+    } else {
+        http_send_json(r, res->status, json_incref(res->body));
+    }
+    chat_op_free(op);
+}
+
+/* On the writer's thread, after the commit. */
+static void op_finished(chat_op *op)
+{
+    http_unpark(op->ctx);
+}
+
+void chat_submit(chat_service *c, http_req *r, chat_op *op)
+{
+    op->finish = op_finished;
+    http_parked *p = http_park(r, op_answer, op);
+    if (!p) {
+        chat_op_free(op);
+        return;
+    }
+    op->ctx = p;
+    if (chat_writer_submit(c->writer, op) != 0) {
+        chat_refuse(&op->res, 503, "shutting_down", NULL, "the server is shutting down");
+        http_unpark(p);
+    }
+}
+
+static chat_op *op_new(http_req *r, chat_op_kind kind)
+{
+    chat_op *op = calloc(1, sizeof *op);
+    if (!op) http_send_error(r, 503, "unavailable", NULL, "out of memory");
+    else op->kind = kind, op->me = r->user_id;
+    return op;
+}
+
+/* ---- inputs ------------------------------------------------------------- */
+
+static bool path_id(http_req *r, int i, int64_t *id, const char *what)
+{
+    if (base_id_parse(r->params[i].ptr, r->params[i].len, id) == 0) return true;
+    http_send_error(r, 404, "not_found", NULL, "no such %s", what);
+    return false;
+}
+
+/* A list of users by id or email into ids (owned by the caller). */
+static int users_of(chat_service *c, http_req *r, const json_t *list, const char *field, size_t max, int64_t **ids,
+                    size_t *n, http_err *e)
+{
+    store *db = chat_db(c, r->loop);
+    if (!json_is_array(list) || json_array_size(list) > max) {
+        http_err_set(e, 400, "invalid_value", field, "%s must be a list of at most %zu user ids or emails", field, max);
+        return -1;
+    }
+    *n = json_array_size(list);
+    *ids = calloc(*n + 1, sizeof **ids);
+    if (!*ids) {
+        http_err_set(e, 503, "unavailable", NULL, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < *n; i++) {
+        const char *ref = json_string_value(json_array_get(list, i));
+        int rc = ref && json_string_length(json_array_get(list, i)) <= USERS_EMAIL_MAX ? users_resolve(db, ref, &(*ids)[i])
+                                                                                      : USERS_NOT_FOUND;
+        if (rc == USERS_ERROR) {
+            http_err_set(e, 503, "unavailable", NULL, "the database did not answer; try again");
+            return -1;
+        }
+        if (rc != USERS_OK) {
+            http_err_set(e, 422, "unknown_user", field, "%s[%zu] is not a registered user", field, i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A query integer within [lo, hi]: 1 present, 0 absent, -1 answered 400. */
+static int query_int(http_req *r, const char *name, int64_t lo, int64_t hi, int64_t *out)
+{
+    char buf[24], *end;
+    int q = http_query(r, name, buf, sizeof buf);
+    if (q == 0) return 0;
+    long long v = q > 0 ? strtoll(buf, &end, 10) : 0;
+    if (q < 0 || !buf[0] || *end || v < lo || v > hi) {
+        http_send_error(r, 400, "invalid_value", name, "%s must be a whole number from %lld to %lld", name,
+                        (long long)lo, (long long)hi);
+        return -1;
+    }
+    *out = v;
+    return 1;
+}
+
+/* ---- conversations ------------------------------------------------------ */
+
+static int create_group_op(chat_service *c, http_req *r, const json_t *body, chat_op *op, http_err *e)
+{
+    static const char *const fields[] = {"type", "title", "members", NULL};
+    const char *title;
+    if (http_json_only(body, fields, e) || http_json_str(body, "title", true, CHAT_TITLE_MAX, &title, e)) return -1;
+    json_t *members = json_object_get(body, "members");
+    /* The cap is checked again in the transaction (with the creator and
+     * without repeats); a longer list is refused before any lookup. */
+    if (members && users_of(c, r, members, "members", (size_t)c->o.group_max_members, &op->users, &op->nusers, e))
+        return -1;
+    if (!members && !(op->users = calloc(1, sizeof *op->users))) return -1;
+    op->kind = CHAT_OP_GROUP;
+    op->title = strdup(title);
+    return op->title ? 0 : (http_err_set(e, 503, "unavailable", NULL, "out of memory"), -1);
+}
+
+static void handle_create(http_req *r, void *arg)
+{
+    static const char *const direct_fields[] = {"type", "user", NULL};
+    chat_service *c = arg;
+    http_err e;
+    const char *type, *ref;
+    chat_op *op = op_new(r, CHAT_OP_DIRECT);
+    json_t *body = op ? http_json_body(r, &e) : NULL;
+    if (!op) return;
+    if (!body || http_json_str(body, "type", true, 16, &type, &e)) goto bad;
+    if (strcmp(type, "group") == 0) {
+        if (create_group_op(c, r, body, op, &e) != 0) goto bad;
+    } else if (strcmp(type, "direct") == 0) {
+        if (http_json_only(body, direct_fields, &e) || http_json_str(body, "user", true, USERS_EMAIL_MAX, &ref, &e))
+            goto bad;
+        int rc = users_resolve(chat_db(c, r->loop), ref, &op->other);
+        if (rc == USERS_ERROR) http_err_set(&e, 503, "unavailable", NULL, "the database did not answer; try again");
+        else if (rc != USERS_OK) http_err_set(&e, 422, "unknown_user", "user", "user is not a registered user");
+        if (rc != USERS_OK) goto bad;
+    } else {
+        http_err_set(&e, 400, "invalid_value", "type", "type must be direct or group");
+        goto bad;
+    }
+    json_decref(body);
+    chat_submit(c, r, op);
+    return;
+bad:
+    json_decref(body);
+    chat_op_free(op);
+    http_send_err(r, &e);
+}
+
+static void handle_list(http_req *r, void *arg)
+{
+    chat_service *c = arg;
+    json_t *items;
+    if (chat_conversations(chat_db(c, r->loop), r->user_id, 0, &items) != CHAT_OK)
+        return http_send_db_error(r, store_errmsg(chat_db(c, r->loop)));
+    http_send_json(r, 200, json_pack("{s:o}", "items", items));
+}
+
+static void handle_get(http_req *r, void *arg)
+{
+    chat_service *c = arg;
+    int64_t conv;
+    json_t *items;
+    if (!path_id(r, 0, &conv, "conversation")) return;
+    if (chat_conversations(chat_db(c, r->loop), r->user_id, conv, &items) != CHAT_OK)
+        return http_send_db_error(r, store_errmsg(chat_db(c, r->loop)));
+    if (json_array_size(items) == 0) http_send_error(r, 404, "not_found", NULL, "no such conversation");
+    else http_send_json(r, 200, json_incref(json_array_get(items, 0)));
+    json_decref(items);
+}
+
+static void handle_members_add(http_req *r, void *arg)
+{
+    static const char *const fields[] = {"users", NULL};
+    chat_service *c = arg;
+    http_err e;
+    chat_op *op = op_new(r, CHAT_OP_ADD);
+    if (!op) return;
+    json_t *body = NULL;
+    if (!path_id(r, 0, &op->conv, "conversation")) goto out;
+    body = http_json_body(r, &e);
+    if (!body || http_json_only(body, fields, &e) ||
+        users_of(c, r, json_object_get(body, "users"), "users", (size_t)c->o.group_max_members, &op->users,
+                 &op->nusers, &e)) {
+        http_send_err(r, &e);
+        goto out;
+    }
+    if (op->nusers == 0) {
+        http_send_error(r, 400, "invalid_value", "users", "users must name at least one user");
+        goto out;
+    }
+    json_decref(body);
+    chat_submit(c, r, op);
+    return;
+out:
+    json_decref(body);
+    chat_op_free(op);
+}
+
+static void handle_member_remove(http_req *r, void *arg)
+{
+    chat_service *c = arg;
+    chat_op *op = op_new(r, CHAT_OP_REMOVE);
+    if (!op) return;
+    if (!path_id(r, 0, &op->conv, "conversation") || !path_id(r, 1, &op->other, "member")) {
+        chat_op_free(op);
+        return;
+    }
+    chat_submit(c, r, op);
+}
+
+/* ---- messages ----------------------------------------------------------- */
+
+/* The user's send budget: false (and 429 answered) when it is spent. */
+static bool within_rate(chat_service *c, http_req *r)
+{
+    int64_t now = base_now_ms();
+    size_t b = (size_t)((uint64_t)r->user_id * 0x9E3779B97F4A7C15ull >> 52) % CHAT_BUCKETS;
+    pthread_mutex_lock(&c->limit_mu);
+    chat_bucket *k = c->buckets[b];
+    while (k && k->user_id != r->user_id) k = k->next;
+    if (!k && (k = calloc(1, sizeof *k))) {
+        k->user_id = r->user_id;
+        k->tokens = 2.0 * (double)c->o.rate;
+        k->at_ms = now;
+        k->next = c->buckets[b];
+        c->buckets[b] = k;
+    }
+    bool ok = true;
+    if (k) {
+        k->tokens += (double)(now - k->at_ms) * (double)c->o.rate / 1000.0;
+        if (k->tokens > 2.0 * (double)c->o.rate) k->tokens = 2.0 * (double)c->o.rate;
+        k->at_ms = now;
+        ok = k->tokens >= 1.0;
+        if (ok) k->tokens -= 1.0;
+    }
+    pthread_mutex_unlock(&c->limit_mu);
+    if (!ok) {
+        http_add_header(r, "Retry-After", "1");
+        http_send_error(r, 429, "too_many_requests", NULL, "at most %lld messages a second; try again shortly",
+                        (long long)c->o.rate);
+    }
+    return ok;
+}
+
+static int send_fields(const json_t *body, const char **client_id, const char **text, http_err *e)
+{
+    static const char *const fields[] = {"client_msg_id", "text", NULL};
+    if (http_json_only(body, fields, e) || http_json_str(body, "client_msg_id", true, CHAT_CLIENT_ID_MAX, client_id, e))
+        return -1;
+    json_t *t = json_object_get(body, "text");
+    if (!json_is_string(t) || json_string_length(t) == 0 || json_string_length(t) > CHAT_TEXT_MAX) {
+        http_err_set(e, 400, "invalid_value", "text", "text must be 1 to %d bytes of UTF-8", CHAT_TEXT_MAX);
+        return -1;
+    }
+    *text = json_string_value(t);
+    if (strlen(*text) != json_string_length(t)) {
+        http_err_set(e, 400, "invalid_value", "text", "text may not contain NUL characters");
+        return -1;
+    }
+    return 0;
+}
+
+static void handle_send(http_req *r, void *arg)
+{
+    chat_service *c = arg;
+    http_err e;
+    const char *client_id, *text;
+    chat_op *op = op_new(r, CHAT_OP_SEND);
+    if (!op) return;
+    json_t *body = NULL;
+    if (!path_id(r, 0, &op->conv, "conversation")) goto out;
+    body = http_json_body(r, &e);
+    if (!body || send_fields(body, &client_id, &text, &e) != 0) {
+        http_send_err(r, &e);
+        goto out;
+    }
+    if (!within_rate(c, r)) goto out;
+    op->client_id = strdup(client_id);
+    op->text = strdup(text);
+    json_decref(body);
+    if (!op->client_id || !op->text) {
+        http_send_error(r, 503, "unavailable", NULL, "out of memory");
+        chat_op_free(op);
+        return;
+    }
+    chat_submit(c, r, op);
+    return;
+out:
+    json_decref(body);
+    chat_op_free(op);
+}
+
+static void handle_history(http_req *r, void *arg)
+{
+    chat_service *c = arg;
+    int64_t conv, before = 0, after = 0, limit = CHAT_PAGE_DEFAULT;
+    if (!path_id(r, 0, &conv, "conversation") || query_int(r, "before_seq", 1, INT64_MAX, &before) < 0 ||
+        query_int(r, "after_seq", 0, INT64_MAX, &after) < 0 || query_int(r, "limit", 1, CHAT_PAGE_MAX, &limit) < 0)
+        return;
+    json_t *out;
+    int rc = chat_messages(chat_db(c, r->loop), r->user_id, conv, before, after, (int)limit, &out);
+    if (rc == CHAT_NOT_FOUND) return http_send_error(r, 404, "not_found", NULL, "no such conversation");
+    if (rc != CHAT_OK) return http_send_db_error(r, store_errmsg(chat_db(c, r->loop)));
+    http_send_json(r, 200, out);
+}
+
+static void handle_read(http_req *r, void *arg)
+{
+    static const char *const fields[] = {"up_to", NULL};
+    chat_service *c = arg;
+    http_err e;
+    bool present;
+    chat_op *op = op_new(r, CHAT_OP_READ);
+    if (!op) return;
+    json_t *body = NULL;
+    if (!path_id(r, 0, &op->conv, "conversation")) goto out;
+    body = http_json_body(r, &e);
+    if (!body || http_json_only(body, fields, &e) ||
+        http_json_int(body, "up_to", true, 0, INT64_MAX, &op->up_to, &present, &e)) {
+        http_send_err(r, &e);
+        goto out;
+    }
+    json_decref(body);
+    chat_submit(c, r, op);
+    return;
+out:
+    json_decref(body);
+    chat_op_free(op);
+}
+
+/* ---- sync --------------------------------------------------------------- */
+
+static void handle_sync(http_req *r, void *arg)
+{
+    chat_service *c = arg;
+    store *db = chat_db(c, r->loop);
+    int64_t since = 0, limit = CHAT_SYNC_DEFAULT, seq, pruned;
+    if (query_int(r, "since", 0, INT64_MAX, &since) < 0 || query_int(r, "limit", 1, CHAT_SYNC_MAX, &limit) < 0) return;
+    if (chat_seq_of(db, r->user_id, &seq, &pruned) != CHAT_OK) return http_send_db_error(r, store_errmsg(db));
+    if (since > seq)
+        return http_send_error(r, 400, "invalid_value", "since", "since (%lld) is past your newest change (%lld)",
+                               (long long)since, (long long)seq);
+    if (since < pruned)
+        return http_send_error(r, 410, "sync_too_old", "since",
+                               "changes up to %lld are no longer kept; start again from GET /v1/conversations",
+                               (long long)pruned);
+    json_t *out;
+    if (chat_changes(db, r->user_id, since, (int)limit, &out) != CHAT_OK) return http_send_db_error(r, store_errmsg(db));
+    http_send_json(r, 200, out);
+}
+
+static void handle_unread(http_req *r, void *arg)
+{
+    chat_service *c = arg;
+    store *db = chat_db(c, r->loop);
+    int64_t total, convs;
+    if (chat_unread(db, r->user_id, &total, &convs) != CHAT_OK) return http_send_db_error(r, store_errmsg(db));
+    http_send_json(r, 200, json_pack("{s:I,s:I}", "total", (json_int_t)total, "conversations", (json_int_t)convs));
+}
+
+/* ---- lifecycle ---------------------------------------------------------- */
+
+chat_service *chat_new(const chat_opts *o)
+{
+    chat_service *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->o = *o;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    pthread_mutex_init(&c->limit_mu, NULL);
+    return c;
+}
+
+void chat_register(chat_service *c, http_server *s)
+{
+    const unsigned A = HTTP_ROUTE_AUTH;
+    http_route(s, HTTP_POST, "/v1/conversations", handle_create, c, A);
+    http_route(s, HTTP_GET, "/v1/conversations", handle_list, c, A);
+    http_route(s, HTTP_GET, "/v1/conversations/{id}", handle_get, c, A);
+    http_route(s, HTTP_POST, "/v1/conversations/{id}/members", handle_members_add, c, A);
+    http_route(s, HTTP_DELETE, "/v1/conversations/{id}/members/{user}", handle_member_remove, c, A);
+    http_route(s, HTTP_POST, "/v1/conversations/{id}/messages", handle_send, c, A);
+    http_route(s, HTTP_GET, "/v1/conversations/{id}/messages", handle_history, c, A);
+    http_route(s, HTTP_POST, "/v1/conversations/{id}/read", handle_read, c, A);
+    http_route(s, HTTP_GET, "/v1/sync", handle_sync, c, A);
+    http_route(s, HTTP_GET, "/v1/unread", handle_unread, c, A);
+    chat_gateway_register(c, s);
+}
+
+/* After each commit: the users' devices hear of it. */
+static void on_commit(void *arg, const int64_t *users, size_t n)
+{
+    chat_service *c = arg;
+    if (c->push) push_signal(c->push, users, n);
+}
+
+int chat_start(chat_service *c)
+{
+    chat_writer_opts wo = {.db_url = c->o.db_url, .group_max_members = c->o.group_max_members,
+                           .on_commit = on_commit, .arg = c};
+    c->writer = chat_writer_new(&wo);
+    if (!c->writer || chat_writer_start(c->writer) != 0) return -1;
+    return chat_gateway_start(c);
+}
+
+void chat_stop(chat_service *c)
+{
+    chat_gateway_stop(c);
+    chat_writer_free(c->writer); /* commits what is queued first */
+    c->writer = NULL;
+}
+
+void chat_free(chat_service *c)
+{
+    if (!c) return;
+    for (size_t i = 0; i < CHAT_BUCKETS; i++)
+        while (c->buckets[i]) {
+            chat_bucket *k = c->buckets[i];
+            c->buckets[i] = k->next;
+            free(k);
+        }
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    pthread_mutex_destroy(&c->limit_mu);
+    free(c);
+}

@@ -1,0 +1,50 @@
+/* chat_int.h -- what the chat's HTTP handlers (chat_http.c) and its
+ * WebSocket gateway (chat_gateway.c) share. Not for other rooms. */
+#ifndef CHIME_CHAT_INT_H
+#define CHIME_CHAT_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "chat/chat.h"
+#include "chat/chat_http.h"
+#include "chat/chat_writer.h"
+
+/* A user's send budget: a token bucket of rate a second, burst 2 x rate. */
+typedef struct chat_bucket {
+    struct chat_bucket *next;
+    int64_t user_id;
+    double tokens;
+    int64_t at_ms;
+} chat_bucket;
+
+#define CHAT_BUCKETS 4096
+
+struct chat_service {
+    chat_opts o;
+    chat_writer *writer;
+    ws_hub *hub;
+    push *push;
+    /* The presence ticker: writes this node's connection count. */
+    pthread_t ticker;
+    bool ticker_started, stopping;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    /* Send budgets, under limit_mu. */
+    pthread_mutex_t limit_mu;
+    chat_bucket *buckets[CHAT_BUCKETS];
+};
+
+store *chat_db(chat_service *c, int loop);
+/* Submits op and parks the request until the writer finishes it; the
+ * answer is op's result. Answers 503 itself when it cannot. */
+void chat_submit(chat_service *c, http_req *r, chat_op *op);
+/* Presence: queued to the writer (no request waits). */
+void chat_presence(chat_service *c, int64_t user, bool online);
+
+/* The gateway's routes (chat_gateway.c). */
+void chat_gateway_register(chat_service *c, http_server *s);
+int chat_gateway_start(chat_service *c);
+void chat_gateway_stop(chat_service *c);
+
+#endif

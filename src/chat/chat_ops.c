@@ -1,0 +1,435 @@
+/* chat_ops.c -- the chat's writes, each run inside the writer's open
+ * transaction (chat_writer.c). An op reads what it must check first and
+ * writes only once it knows it will succeed, so a refusal (404, 422...)
+ * leaves nothing behind even though it shares the transaction with other
+ * requests' ops. Every statement that can fail for a reason other than
+ * the database's health is written so that it cannot (ON CONFLICT, WHERE
+ * guards): a failed statement aborts the whole transaction (store.h). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "chat/chat.h"
+#include "time/rfc3339.h"
+
+void chat_result_free(chat_result *r)
+{
+    json_decref(r->body);
+    free(r->signal);
+    memset(r, 0, sizeof *r);
+}
+
+int chat_refuse(chat_result *r, int status, const char *code, const char *field, const char *fmt, ...)
+{
+    r->status = status;
+    r->code = code;
+    snprintf(r->field, sizeof r->field, "%s", field ? field : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->message, sizeof r->message, fmt, ap);
+    va_end(ap);
+    return STORE_OK;
+}
+
+static int signal_add(chat_result *r, int64_t user)
+{
+    if (r->nsignal == r->signal_cap) {
+        int64_t *grown = base_grow(r->signal, sizeof *grown, &r->signal_cap);
+        if (!grown) return STORE_ERROR;
+        r->signal = grown;
+    }
+    r->signal[r->nsignal++] = user;
+    return STORE_OK;
+}
+
+/* Runs a statement to its end; the rows' first column go to r's signals
+ * when r is given. */
+static int run(store_stmt *st, chat_result *r)
+{
+    int rc;
+    while ((rc = store_step(st)) == STORE_ROW)
+        if (r && signal_add(r, store_col_int64(st, 0)) != STORE_OK) {
+            rc = STORE_ERROR;
+            break;
+        }
+    store_reset(st);
+    return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
+}
+
+/* ---- sequences ------------------------------------------------------------ */
+
+/* The user's sequence row, so the fan-out can count on it. */
+static int seq_row(store *db, int64_t user)
+{
+    store_stmt *st =
+        store_prepare(db, "INSERT INTO chat_seqs (user_id, seq) VALUES ($1, 0) ON CONFLICT (user_id) DO NOTHING");
+    store_bind_int64(st, 1, user);
+    return run(st, NULL);
+}
+
+/* One change for every current member of conv: their next numbers. */
+static int fan_out(store *db, int64_t conv, const char *kind, int64_t ref, int64_t now, chat_result *r)
+{
+    store_stmt *st = store_prepare(db, "UPDATE chat_seqs SET seq = seq + 1 WHERE user_id IN (SELECT user_id FROM "
+                                       "conv_members WHERE conversation_id = $1 AND left_seq IS NULL)");
+    store_bind_int64(st, 1, conv);
+    int rc = run(st, NULL);
+    if (rc != STORE_OK) return rc;
+    st = store_prepare(db, "INSERT INTO chat_changes (user_id, seq, kind, conversation_id, ref, created_ms) "
+                           "SELECT m.user_id, s.seq, $2, $1, $3, $4 FROM conv_members m JOIN chat_seqs s "
+                           "ON s.user_id = m.user_id WHERE m.conversation_id = $1 AND m.left_seq IS NULL "
+                           "RETURNING user_id");
+    store_bind_int64(st, 1, conv);
+    store_bind_str(st, 2, kind);
+    store_bind_int64(st, 3, ref);
+    store_bind_int64(st, 4, now);
+    return run(st, r);
+}
+
+/* One change for one user (a read mark, their own removal). */
+static int change_one(store *db, int64_t user, const char *kind, int64_t conv, int64_t ref, int64_t now,
+                      chat_result *r)
+{
+    store_stmt *st = store_prepare(db, "UPDATE chat_seqs SET seq = seq + 1 WHERE user_id = $1");
+    store_bind_int64(st, 1, user);
+    int rc = run(st, NULL);
+    if (rc != STORE_OK) return rc;
+    st = store_prepare(db, "INSERT INTO chat_changes (user_id, seq, kind, conversation_id, ref, created_ms) "
+                           "SELECT user_id, seq, $2, $3, $4, $5 FROM chat_seqs WHERE user_id = $1 RETURNING user_id");
+    store_bind_int64(st, 1, user);
+    store_bind_str(st, 2, kind);
+    store_bind_int64(st, 3, conv);
+    store_bind_int64(st, 4, ref);
+    store_bind_int64(st, 5, now);
+    return run(st, r);
+}
+
+/* ---- membership ----------------------------------------------------------- */
+
+typedef struct chat_member {
+    bool present, active, admin;
+    int64_t joined, left, read;
+} chat_member;
+
+static int member_of(store *db, int64_t conv, int64_t user, chat_member *m)
+{
+    memset(m, 0, sizeof *m);
+    store_stmt *st = store_prepare(db, "SELECT role, joined_seq, left_seq, read_up_to FROM conv_members "
+                                       "WHERE conversation_id = $1 AND user_id = $2");
+    store_bind_int64(st, 1, conv);
+    store_bind_int64(st, 2, user);
+    int rc = store_step(st);
+    if (rc == STORE_ROW) {
+        m->present = true;
+        m->admin = strcmp(store_col_text(st, 0), "admin") == 0;
+        m->joined = store_col_int64(st, 1);
+        m->active = store_col_is_null(st, 2);
+        m->left = m->active ? 0 : store_col_int64(st, 2);
+        m->read = store_col_int64(st, 3);
+    }
+    store_reset(st);
+    return rc == STORE_ROW || rc == STORE_DONE ? STORE_OK : rc;
+}
+
+/* The conversation's kind ("" when there is none) and newest number. */
+static int conv_of(store *db, int64_t conv, char kind[8], int64_t *last_seq)
+{
+    kind[0] = '\0';
+    store_stmt *st = store_prepare(db, "SELECT kind, last_seq FROM conversations WHERE id = $1");
+    store_bind_int64(st, 1, conv);
+    int rc = store_step(st);
+    if (rc == STORE_ROW) {
+        snprintf(kind, 8, "%s", store_col_text(st, 0));
+        *last_seq = store_col_int64(st, 1);
+    }
+    store_reset(st);
+    return rc == STORE_ROW || rc == STORE_DONE ? STORE_OK : rc;
+}
+
+static int active_count(store *db, int64_t conv, int64_t *n)
+{
+    store_stmt *st =
+        store_prepare(db, "SELECT count(*) FROM conv_members WHERE conversation_id = $1 AND left_seq IS NULL");
+    store_bind_int64(st, 1, conv);
+    int rc = store_step(st);
+    *n = rc == STORE_ROW ? store_col_int64(st, 0) : 0;
+    store_reset(st);
+    return rc == STORE_ROW ? STORE_OK : rc;
+}
+
+/* Adds (or re-adds) user to conv as of message number at. */
+static int member_put(store *db, int64_t conv, int64_t user, const char *role, int64_t at)
+{
+    int rc = seq_row(db, user);
+    if (rc != STORE_OK) return rc;
+    store_stmt *st = store_prepare(
+        db, "INSERT INTO conv_members (conversation_id, user_id, role, joined_seq, left_seq, read_up_to) "
+            "VALUES ($1, $2, $3, $4, NULL, $4) ON CONFLICT (conversation_id, user_id) DO UPDATE SET "
+            "left_seq = NULL, joined_seq = $4, read_up_to = $4, role = $3");
+    store_bind_int64(st, 1, conv);
+    store_bind_int64(st, 2, user);
+    store_bind_str(st, 3, role);
+    store_bind_int64(st, 4, at);
+    return run(st, NULL);
+}
+
+/* The answer for a conversation: as GET /v1/conversations/{id} shows it. */
+static int conv_answer(store *db, int64_t me, int64_t conv, int status, chat_result *r)
+{
+    json_t *list = NULL;
+    int rc = chat_conversations(db, me, conv, &list);
+    if (rc != CHAT_OK || json_array_size(list) != 1) {
+        json_decref(list);
+        return STORE_ERROR;
+    }
+    r->status = status;
+    r->body = json_incref(json_array_get(list, 0));
+    json_decref(list);
+    return STORE_OK;
+}
+
+/* ---- conversations -------------------------------------------------------- */
+
+static int conv_insert(store *db, int64_t id, const char *kind, const char *title, const char *pair, int64_t me,
+                       int64_t now, bool *inserted)
+{
+    store_stmt *st = store_prepare(db, "INSERT INTO conversations (id, kind, title, pair_key, created_by, created_ms, "
+                                       "last_seq, last_ms) VALUES ($1, $2, $3, $4, $5, $6, 0, $6) "
+                                       "ON CONFLICT DO NOTHING");
+    store_bind_int64(st, 1, id);
+    store_bind_str(st, 2, kind);
+    store_bind_str(st, 3, title);
+    store_bind_str(st, 4, pair);
+    store_bind_int64(st, 5, me);
+    store_bind_int64(st, 6, now);
+    int rc = store_step(st);
+    *inserted = rc == STORE_DONE && store_changes(st) == 1;
+    store_reset(st);
+    return rc == STORE_DONE ? STORE_OK : rc;
+}
+
+int chat_create_direct(store *db, int64_t me, int64_t other, int64_t now, chat_result *r)
+{
+    if (other == me) return chat_refuse(r, 422, "invalid_value", "user", "a direct conversation needs another user");
+    char pair[40], a[17], b[17];
+    base_id_format(me < other ? me : other, a);
+    base_id_format(me < other ? other : me, b);
+    snprintf(pair, sizeof pair, "%s:%s", a, b);
+    bool inserted;
+    int64_t id = base_id_new();
+    int rc = conv_insert(db, id, "direct", "", pair, me, now, &inserted);
+    if (rc == STORE_OK && inserted) rc = member_put(db, id, me, "member", 0);
+    if (rc == STORE_OK && inserted) rc = member_put(db, id, other, "member", 0);
+    if (rc == STORE_OK && inserted) rc = fan_out(db, id, "conversation", 0, now, r);
+    if (rc == STORE_OK && !inserted) {
+        store_stmt *st = store_prepare(db, "SELECT id FROM conversations WHERE pair_key = $1");
+        store_bind_str(st, 1, pair);
+        rc = store_step(st);
+        id = rc == STORE_ROW ? store_col_int64(st, 0) : 0;
+        store_reset(st);
+        rc = rc == STORE_ROW ? STORE_OK : STORE_ERROR;
+    }
+    return rc == STORE_OK ? conv_answer(db, me, id, inserted ? 201 : 200, r) : rc;
+}
+
+int chat_create_group(store *db, int64_t me, const char *title, const int64_t *members, size_t n,
+                      const chat_limits *lim, int64_t now, chat_result *r)
+{
+    size_t total = 1;
+    for (size_t i = 0; i < n; i++) {
+        bool dup = members[i] == me;
+        for (size_t k = 0; k < i && !dup; k++) dup = members[k] == members[i];
+        total += !dup;
+    }
+    if ((int64_t)total > lim->group_max_members)
+        return chat_refuse(r, 422, "too_many", "members", "a group has at most %lld members",
+                           (long long)lim->group_max_members);
+    bool inserted;
+    int64_t id = base_id_new();
+    int rc = conv_insert(db, id, "group", title, NULL, me, now, &inserted);
+    if (rc == STORE_OK && !inserted) rc = STORE_ERROR; /* an id collision: 2^-63 */
+    if (rc == STORE_OK) rc = member_put(db, id, me, "admin", 0);
+    for (size_t i = 0; i < n && rc == STORE_OK; i++)
+        if (members[i] != me) rc = member_put(db, id, members[i], "member", 0);
+    if (rc == STORE_OK) rc = fan_out(db, id, "conversation", 0, now, r);
+    return rc == STORE_OK ? conv_answer(db, me, id, 201, r) : rc;
+}
+
+int chat_add_members(store *db, int64_t me, int64_t conv, const int64_t *users, size_t n, const chat_limits *lim,
+                     int64_t now, chat_result *r)
+{
+    chat_member m;
+    char kind[8];
+    int64_t last = 0, count = 0;
+    int rc = member_of(db, conv, me, &m);
+    if (rc == STORE_OK) rc = conv_of(db, conv, kind, &last);
+    if (rc != STORE_OK) return rc;
+    if (!m.active) return chat_refuse(r, 404, "not_found", NULL, "no such conversation");
+    if (strcmp(kind, "group") != 0)
+        return chat_refuse(r, 422, "invalid_value", NULL, "members are added to groups only");
+    if (!m.admin) return chat_refuse(r, 403, "forbidden", NULL, "only the group's admin adds members");
+    if ((rc = active_count(db, conv, &count)) != STORE_OK) return rc;
+    size_t add = 0;
+    for (size_t i = 0; i < n; i++) {
+        chat_member x;
+        if ((rc = member_of(db, conv, users[i], &x)) != STORE_OK) return rc;
+        bool dup = x.active;
+        for (size_t k = 0; k < i && !dup; k++) dup = users[k] == users[i];
+        add += !dup;
+    }
+    if (count + (int64_t)add > lim->group_max_members)
+        return chat_refuse(r, 422, "too_many", "users", "a group has at most %lld members",
+                           (long long)lim->group_max_members);
+    for (size_t i = 0; i < n && rc == STORE_OK; i++) {
+        chat_member x;
+        rc = member_of(db, conv, users[i], &x);
+        if (rc != STORE_OK || x.active) continue;
+        rc = member_put(db, conv, users[i], "member", last);
+        if (rc == STORE_OK) rc = fan_out(db, conv, "member_added", users[i], now, r);
+    }
+    return rc == STORE_OK ? conv_answer(db, me, conv, 200, r) : rc;
+}
+
+int chat_remove_member(store *db, int64_t me, int64_t conv, int64_t user, int64_t now, chat_result *r)
+{
+    chat_member m, x;
+    char kind[8];
+    int64_t last = 0;
+    int rc = member_of(db, conv, me, &m);
+    if (rc == STORE_OK) rc = member_of(db, conv, user, &x);
+    if (rc == STORE_OK) rc = conv_of(db, conv, kind, &last);
+    if (rc != STORE_OK) return rc;
+    if (!m.active) return chat_refuse(r, 404, "not_found", NULL, "no such conversation");
+    if (strcmp(kind, "group") != 0) return chat_refuse(r, 422, "invalid_value", NULL, "only groups have members to remove");
+    if (user != me && !m.admin) return chat_refuse(r, 403, "forbidden", NULL, "only the admin removes others");
+    if (!x.active) return chat_refuse(r, 404, "not_found", "user", "no such member");
+    /* Everyone, the one leaving included, hears of it; then it leaves. */
+    rc = fan_out(db, conv, "member_removed", user, now, r);
+    store_stmt *st = store_prepare(db, "UPDATE conv_members SET left_seq = $3 WHERE conversation_id = $1 AND user_id = $2");
+    store_bind_int64(st, 1, conv);
+    store_bind_int64(st, 2, user);
+    store_bind_int64(st, 3, last);
+    if (rc == STORE_OK) rc = run(st, NULL);
+    else store_reset(st);
+    if (rc == STORE_OK) r->status = 204;
+    return rc;
+}
+
+/* ---- messages ------------------------------------------------------------- */
+
+#define MSG_COLS "conversation_id, seq, id, sender_id, client_msg_id, text, sent_ms"
+
+/* A retried send: the original, when there is one. */
+static int find_original(store *db, int64_t conv, int64_t me, const char *client_id, chat_result *r, bool *found)
+{
+    store_stmt *st = store_prepare(db, "SELECT " MSG_COLS " FROM messages WHERE conversation_id = $1 AND "
+                                       "sender_id = $2 AND client_msg_id = $3");
+    store_bind_int64(st, 1, conv);
+    store_bind_int64(st, 2, me);
+    store_bind_str(st, 3, client_id);
+    int rc = store_step(st);
+    *found = rc == STORE_ROW;
+    if (*found) {
+        r->status = 200;
+        r->body = chat_message_json(st, 0);
+    }
+    store_reset(st);
+    if (*found && !r->body) return STORE_ERROR;
+    return rc == STORE_ROW || rc == STORE_DONE ? STORE_OK : rc;
+}
+
+static int next_number(store *db, int64_t conv, int64_t now, int64_t *seq)
+{
+    store_stmt *st =
+        store_prepare(db, "UPDATE conversations SET last_seq = last_seq + 1, last_ms = $2 WHERE id = $1 RETURNING last_seq");
+    store_bind_int64(st, 1, conv);
+    store_bind_int64(st, 2, now);
+    int rc = store_step(st);
+    *seq = rc == STORE_ROW ? store_col_int64(st, 0) : 0;
+    store_reset(st);
+    return rc == STORE_ROW ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
+}
+
+static int message_insert(store *db, int64_t conv, int64_t seq, int64_t id, int64_t me, const char *client_id,
+                          const char *text, int64_t now)
+{
+    store_stmt *st = store_prepare(db, "INSERT INTO messages (" MSG_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7)");
+    store_bind_int64(st, 1, conv);
+    store_bind_int64(st, 2, seq);
+    store_bind_int64(st, 3, id);
+    store_bind_int64(st, 4, me);
+    store_bind_str(st, 5, client_id);
+    store_bind_str(st, 6, text);
+    store_bind_int64(st, 7, now);
+    int rc = run(st, NULL);
+    if (rc != STORE_OK) return rc;
+    /* The sender has read what it sent. */
+    st = store_prepare(db, "UPDATE conv_members SET read_up_to = $3 WHERE conversation_id = $1 AND user_id = $2 "
+                           "AND read_up_to < $3");
+    store_bind_int64(st, 1, conv);
+    store_bind_int64(st, 2, me);
+    store_bind_int64(st, 3, seq);
+    return run(st, NULL);
+}
+
+static json_t *message_json(int64_t conv, int64_t seq, int64_t id, int64_t me, const char *client_id,
+                            const char *text, int64_t now)
+{
+    char c[17], i[17], s[17], sent[32];
+    base_id_format(conv, c);
+    base_id_format(id, i);
+    base_id_format(me, s);
+    rfc3339_format_ms(now, sent, sizeof sent);
+    return json_pack("{s:s,s:s,s:s,s:I,s:s,s:s,s:s}", "id", i, "conversation_id", c, "sender", s, "seq",
+                     (json_int_t)seq, "client_msg_id", client_id, "text", text, "sent", sent);
+}
+
+int chat_send(store *db, int64_t me, int64_t conv, const char *client_id, const char *text, int64_t now,
+              chat_result *r)
+{
+    chat_member m;
+    bool found;
+    int rc = member_of(db, conv, me, &m);
+    if (rc != STORE_OK) return rc;
+    if (!m.active) return chat_refuse(r, 404, "not_found", NULL, "no such conversation");
+    if ((rc = find_original(db, conv, me, client_id, r, &found)) != STORE_OK || found) return rc;
+    int64_t seq, id = base_id_new();
+    rc = next_number(db, conv, now, &seq);
+    if (rc == STORE_OK) rc = message_insert(db, conv, seq, id, me, client_id, text, now);
+    if (rc == STORE_OK) rc = fan_out(db, conv, "message", seq, now, r);
+    if (rc != STORE_OK) return rc;
+    r->status = 201;
+    r->body = message_json(conv, seq, id, me, client_id, text, now);
+    return r->body ? STORE_OK : STORE_ERROR;
+}
+
+int chat_read(store *db, int64_t me, int64_t conv, int64_t up_to, int64_t now, chat_result *r)
+{
+    chat_member m;
+    char kind[8];
+    int64_t last = 0;
+    int rc = member_of(db, conv, me, &m);
+    if (rc == STORE_OK) rc = conv_of(db, conv, kind, &last);
+    if (rc != STORE_OK) return rc;
+    if (!m.present) return chat_refuse(r, 404, "not_found", NULL, "no such conversation");
+    int64_t visible = m.active ? last : m.left;
+    if (up_to > visible) up_to = visible; /* never past what exists */
+    bool moved = up_to > m.read;
+    if (moved) {
+        store_stmt *st = store_prepare(db, "UPDATE conv_members SET read_up_to = $3 WHERE conversation_id = $1 "
+                                           "AND user_id = $2 AND read_up_to < $3");
+        store_bind_int64(st, 1, conv);
+        store_bind_int64(st, 2, me);
+        store_bind_int64(st, 3, up_to);
+        rc = run(st, NULL);
+        /* The user's other devices learn of it through their sequence. */
+        if (rc == STORE_OK) rc = change_one(db, me, "read", conv, up_to, now, r);
+    }
+    if (rc != STORE_OK) return rc;
+    int64_t read = moved ? up_to : m.read;
+    r->status = 200;
+    r->body = json_pack("{s:I,s:I}", "read_up_to", (json_int_t)read, "unread", (json_int_t)(visible - read));
+    return r->body ? STORE_OK : STORE_ERROR;
+}

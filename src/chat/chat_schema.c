@@ -1,0 +1,88 @@
+/* chat_schema.c -- the chat's schema steps (versions 40-49). See store.h
+ * for the rules of a step.
+ *
+ * conversations: kind direct|group; a direct one has pair_key "LO:HI"
+ *   (the two user ids in hex, ordered), unique, so a pair has one.
+ *   last_seq is the number of its newest message.
+ * conv_members: joined_seq (sees messages after it), left_seq (NULL while
+ *   a member; else sees up to it), read_up_to (the read mark).
+ * messages: keyed by (conversation, seq); a sender's client_msg_id is
+ *   unique within the conversation (a retried send finds the original).
+ * chat_seqs: each user's sequence, and how far it has been pruned.
+ * chat_changes: one row per (user, seq); ref is the message's seq, the
+ *   read mark, or the member concerned. On SQLite clustered by its key
+ *   (WITHOUT ROWID), so a sync is one range of one b-tree.
+ * ws_tickets: single-use WebSocket tickets (their SHA-256), for browsers.
+ * presence: which node has a user online (the node's heartbeat in nodes
+ *   says whether it still lives); ws_nodes: each node's connection count;
+ *   last_seen: when a user's last connection anywhere closed. */
+#include "chat/chat.h"
+
+#define CHAT_TABLES(CLUSTERED)                                                                             \
+    "CREATE TABLE conversations ("                                                                        \
+    " id BIGINT PRIMARY KEY,"                                                                             \
+    " kind TEXT NOT NULL,"                                                                                \
+    " title TEXT NOT NULL DEFAULT '',"                                                                    \
+    " pair_key TEXT UNIQUE,"                                                                              \
+    " created_by BIGINT NOT NULL,"                                                                        \
+    " created_ms BIGINT NOT NULL,"                                                                        \
+    " last_seq BIGINT NOT NULL DEFAULT 0,"                                                                \
+    " last_ms BIGINT NOT NULL);"                                                                          \
+    "CREATE TABLE conv_members ("                                                                         \
+    " conversation_id BIGINT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,"                    \
+    " user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"                                    \
+    " role TEXT NOT NULL,"                                                                                \
+    " joined_seq BIGINT NOT NULL,"                                                                        \
+    " left_seq BIGINT,"                                                                                   \
+    " read_up_to BIGINT NOT NULL,"                                                                        \
+    " PRIMARY KEY (conversation_id, user_id));"                                                           \
+    "CREATE INDEX conv_members_user ON conv_members(user_id);"                                            \
+    "CREATE TABLE messages ("                                                                             \
+    " conversation_id BIGINT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,"                    \
+    " seq BIGINT NOT NULL,"                                                                               \
+    " id BIGINT NOT NULL UNIQUE,"                                                                         \
+    " sender_id BIGINT NOT NULL,"                                                                         \
+    " client_msg_id TEXT NOT NULL,"                                                                       \
+    " text TEXT NOT NULL,"                                                                                \
+    " sent_ms BIGINT NOT NULL,"                                                                           \
+    " PRIMARY KEY (conversation_id, seq));"                                                               \
+    "CREATE UNIQUE INDEX messages_client ON messages(conversation_id, sender_id, client_msg_id);"         \
+    "CREATE TABLE chat_seqs ("                                                                            \
+    " user_id BIGINT PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,"                                 \
+    " seq BIGINT NOT NULL,"                                                                               \
+    " pruned_to BIGINT NOT NULL DEFAULT 0);"                                                              \
+    "CREATE TABLE chat_changes ("                                                                         \
+    " user_id BIGINT NOT NULL,"                                                                           \
+    " seq BIGINT NOT NULL,"                                                                               \
+    " kind TEXT NOT NULL,"                                                                                \
+    " conversation_id BIGINT NOT NULL,"                                                                   \
+    " ref BIGINT NOT NULL,"                                                                               \
+    " created_ms BIGINT NOT NULL,"                                                                        \
+    " PRIMARY KEY (user_id, seq))" CLUSTERED ";"                                                          \
+    "CREATE INDEX chat_changes_age ON chat_changes(created_ms);"                                          \
+    "CREATE TABLE ws_tickets ("                                                                           \
+    " hash TEXT PRIMARY KEY,"                                                                             \
+    " user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"                                    \
+    " expires_ms BIGINT NOT NULL);"                                                                       \
+    "CREATE TABLE presence ("                                                                             \
+    " node_id TEXT NOT NULL,"                                                                             \
+    " user_id BIGINT NOT NULL,"                                                                           \
+    " since_ms BIGINT NOT NULL,"                                                                          \
+    " PRIMARY KEY (node_id, user_id));"                                                                   \
+    "CREATE INDEX presence_user ON presence(user_id);"                                                    \
+    "CREATE TABLE ws_nodes ("                                                                             \
+    " node_id TEXT PRIMARY KEY,"                                                                          \
+    " connections BIGINT NOT NULL,"                                                                       \
+    " updated_ms BIGINT NOT NULL);"                                                                       \
+    "CREATE TABLE last_seen ("                                                                            \
+    " user_id BIGINT PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,"                                 \
+    " seen_ms BIGINT NOT NULL)"
+
+static const store_migration chat_steps[] = {
+    {40, "chat", CHAT_TABLES(" WITHOUT ROWID"), CHAT_TABLES("")},
+};
+
+int chat_schema_add(store_schema *s)
+{
+    return store_schema_add(s, chat_steps, sizeof chat_steps / sizeof chat_steps[0]);
+}

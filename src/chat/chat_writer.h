@@ -1,0 +1,61 @@
+/* chat_writer.h -- the thread that commits the chat's writes in batches
+ * (see chat_writer.c for why). */
+#ifndef CHIME_CHAT_WRITER_H
+#define CHIME_CHAT_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chat/chat.h"
+
+typedef enum chat_op_kind {
+    CHAT_OP_DIRECT,   /* me, other */
+    CHAT_OP_GROUP,    /* me, title, users */
+    CHAT_OP_ADD,      /* me, conv, users */
+    CHAT_OP_REMOVE,   /* me, conv, other (the member) */
+    CHAT_OP_SEND,     /* me, conv, client_id, text */
+    CHAT_OP_READ,     /* me, conv, up_to */
+    CHAT_OP_PRESENCE, /* me online/offline on node */
+    CHAT_OP_CONNS,    /* node's connection count (up_to) */
+} chat_op_kind;
+
+/* One request's write. Made by its submitter; owned by the writer from
+ * chat_writer_submit until it calls finish (on the writer's thread, after
+ * the commit), which owns it from then on (and frees it, chat_op_free). */
+typedef struct chat_op {
+    struct chat_op *next;
+    chat_op_kind kind;
+    int64_t me, conv, other, up_to;
+    int64_t *users;     /* owned */
+    size_t nusers;
+    char *text, *client_id, *title; /* owned */
+    bool online;
+    char node[64];
+    chat_result res;    /* filled by the writer */
+    void (*finish)(struct chat_op *op);
+    void *ctx;          /* the submitter's */
+} chat_op;
+
+void chat_op_free(chat_op *op);
+
+typedef struct chat_writer_opts {
+    const char *db_url;
+    int64_t group_max_members;
+    /* After each commit, on the writer's thread: the users whose
+     * sequences moved (may repeat). */
+    void (*on_commit)(void *arg, const int64_t *users, size_t n);
+    void *arg;
+} chat_writer_opts;
+
+typedef struct chat_writer chat_writer;
+
+chat_writer *chat_writer_new(const chat_writer_opts *o);
+/* Opens its connection and starts the thread. 0, or -1 (logged). */
+int chat_writer_start(chat_writer *w);
+/* Queues op. -1 when the writer is not running (op stays the caller's). */
+int chat_writer_submit(chat_writer *w, chat_op *op);
+/* Runs what is queued, stops the thread, frees. */
+void chat_writer_free(chat_writer *w);
+
+#endif

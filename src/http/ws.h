@@ -1,0 +1,79 @@
+/* ws.h -- the WebSocket hub: the server's persistent connections, by user.
+ *
+ * Each event loop keeps the WebSocket connections it accepted, indexed by
+ * user, and only that loop touches them. Other threads reach them in two
+ * ways, both batched through one wake-up of the loop:
+ *   - ws_hub_signal(users): "these users have news". Coalesced: however
+ *     many signals arrive while a loop is busy, it later calls the hub's
+ *     on_signal once with the distinct users it has connections for, and
+ *     the domain (the chat gateway) reads what is new and sends it. A
+ *     burst of changes thus gives one frame, and since on_signal reads the
+ *     newest state, the last frame a device gets is never stale.
+ *   - ws_hub_send_user(user, text): a frame for every connection of the
+ *     user on this node (a fired reminder).
+ * The hub pings every connection every ping_ms and closes one that has
+ * been silent for one and a half intervals (the ping before last went
+ * unanswered: a killed client, a lost network), so a vanished device
+ * stops counting within two ping intervals of its last sign of life. A user has at most
+ * max_per_user connections on a node: the oldest is closed for a new one.
+ * Client frames: text up to max_frame bytes reaches on_text; a larger one
+ * is closed with 1009, a binary one with 1008, as is one on_text refuses.
+ *
+ * Memory per idle connection is what h2o and wslay need (about 9 KB,
+ * most of it wslay's two fixed 4 KB buffers) plus this hub's 96 bytes. */
+#ifndef CHIME_HTTP_WS_H
+#define CHIME_HTTP_WS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "http/server.h"
+
+typedef struct ws_hub ws_hub;
+
+typedef struct ws_hub_events {
+    void *arg;
+    /* On the loop thread, the first connection of a user on this node
+     * opened / its last one closed (presence). */
+    void (*on_online)(void *arg, int64_t user_id);
+    void (*on_offline)(void *arg, int64_t user_id);
+    /* On the loop thread: users signalled since the last call that have a
+     * connection on this loop (distinct). */
+    void (*on_signal)(void *arg, int loop, const int64_t *users, size_t n);
+    /* On the loop thread: a text frame from a client. Return 0, or -1 to
+     * close the connection with 1008 (policy violation). reply, when the
+     * callback sets it (malloc'd), is sent back on that connection. */
+    int (*on_text)(void *arg, int64_t user_id, const char *text, size_t len, char **reply);
+} ws_hub_events;
+
+typedef struct ws_hub_opts {
+    int64_t ping_ms;    /* between pings (--ws-ping), default 25000 */
+    int max_per_user;   /* connections a user may have on a node, default 10 */
+    size_t max_frame;   /* largest client frame, default 65536 */
+    int max_queued;     /* frames waiting for a slow client before it is closed, default 256 */
+} ws_hub_opts;
+
+/* Makes the hub and hooks it into every loop of s (call before
+ * http_server_start). The events are copied. NULL when out of memory. */
+ws_hub *ws_hub_new(http_server *s, const ws_hub_opts *o, const ws_hub_events *ev);
+/* After http_server_free (the loops have closed every connection). */
+void ws_hub_free(ws_hub *h);
+
+/* In a handler: upgrades the request to a WebSocket of user_id, queueing
+ * hello (a text frame, may be NULL) as its first frame. 0: answered with
+ * 101. -1: not a WebSocket handshake; nothing answered. */
+int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, const char *hello);
+
+/* From any thread. */
+void ws_hub_signal(ws_hub *h, const int64_t *users, size_t n);
+void ws_hub_send_user(ws_hub *h, int64_t user_id, const char *text, size_t len);
+
+/* On a loop thread, to the user's connections on that loop. */
+void ws_hub_send_local(ws_hub *h, int loop, int64_t user_id, const char *text, size_t len);
+
+/* This node's open connections and distinct users on them. */
+void ws_hub_counts(ws_hub *h, int64_t *connections, int64_t *users);
+/* Whether the user has a connection on this node. */
+int ws_hub_is_online(ws_hub *h, int64_t user_id);
+
+#endif

@@ -1,0 +1,322 @@
+"""Chat over HTTP on a real server: conversations (direct ones unique per
+pair, also when created concurrently), groups and their member cap,
+messages (idempotent resends, history pages, bounds), the per-user
+sequence (gap-free, stable, 400 ahead, 410 too old), read marks, members
+added and removed, unread counts, rate limits, and that nobody reaches
+another user's conversation."""
+import json
+import threading
+import time
+import unittest
+
+from chime import ServerTest, main
+from test_jobs import sql, wait_for
+
+
+def conv_path(conv, tail=""):
+    return "/v1/conversations/%s%s" % (conv, tail)
+
+
+class ChatTest(ServerTest):
+    def users(self, n):
+        return [self.server.new_user() for _ in range(n)]
+
+    def direct(self, tok, other):
+        r = self.server.post("/v1/conversations", {"type": "direct", "user": other}, token=tok)
+        self.assertIn(r.status, (200, 201), r)
+        return r.json["id"]
+
+    def send(self, tok, conv, text, cid=None, status=201):
+        r = self.server.post(conv_path(conv, "/messages"), {"client_msg_id": cid or text, "text": text}, token=tok)
+        self.assertEqual(r.status, status, r)
+        return r.json
+
+    def sync(self, tok, since=0, limit=None):
+        q = "/v1/sync?since=%d" % since + ("&limit=%d" % limit if limit else "")
+        r = self.server.get(q, token=tok)
+        self.assertEqual(r.status, 200, r)
+        return r.json
+
+
+class TestConversations(ChatTest):
+    def test_direct_is_unique_per_pair(self):
+        (a, ta), (b, tb) = self.users(2)
+        r1 = self.server.post("/v1/conversations", {"type": "direct", "user": b["email"]}, token=ta)
+        self.assertEqual(r1.status, 201, r1)
+        r2 = self.server.post("/v1/conversations", {"type": "direct", "user": b["email"].upper()}, token=ta)
+        self.assertEqual(r2.status, 200, r2)
+        r3 = self.server.post("/v1/conversations", {"type": "direct", "user": a["id"]}, token=tb)
+        self.assertEqual(r3.status, 200, r3)
+        self.assertEqual(r1.json["id"], r2.json["id"])
+        self.assertEqual(r1.json["id"], r3.json["id"])
+        self.assertEqual(r1.json["type"], "direct")
+        self.assertEqual(sorted(m["id"] for m in r1.json["members"]), sorted([a["id"], b["id"]]))
+
+    def test_direct_concurrent_creation_makes_one(self):
+        (a, ta), (b, tb) = self.users(2)
+        ids, statuses = [], []
+        def create(tok, other):
+            r = self.server.post("/v1/conversations", {"type": "direct", "user": other}, token=tok)
+            statuses.append(r.status)
+            ids.append(r.json["id"])
+        threads = [threading.Thread(target=create, args=(ta, b["id"]) if i % 2 else (tb, a["id"])) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(len(set(ids)), 1, ids)
+        self.assertEqual(statuses.count(201), 1, statuses)
+        self.assertEqual(len(self.server.get("/v1/conversations", token=ta).json["items"]), 1)
+
+    def test_bad_input(self):
+        (a, ta), = self.users(1)
+        self.assertError(self.server.post("/v1/conversations", {"type": "direct", "user": a["id"]}, token=ta), 422,
+                         "user")
+        self.assertError(self.server.post("/v1/conversations", {"type": "direct", "user": "nobody@example.com"},
+                                          token=ta), 422, "user")
+        self.assertError(self.server.post("/v1/conversations", {"type": "room"}, token=ta), 400, "type")
+        self.assertError(self.server.post("/v1/conversations", {"type": "group", "members": []}, token=ta), 400,
+                         "title")
+        self.assertError(self.server.post("/v1/conversations", {"type": "group", "title": "x", "members": ["zz"]},
+                                          token=ta), 422, "members")
+        self.assertError(self.server.post("/v1/conversations", {"type": "direct", "user": "x", "extra": 1},
+                                          token=ta), 400, "extra")
+        self.assertError(self.server.get("/v1/conversations"), 401)
+        self.assertEqual(self.server.get("/v1/conversations", token=ta).json["items"], [])
+
+    def test_group_creator_is_admin(self):
+        (a, ta), (b, tb), (c, tc) = self.users(3)
+        r = self.server.post("/v1/conversations", {"type": "group", "title": "Team", "members": [b["id"], c["email"]]},
+                             token=ta)
+        self.assertEqual(r.status, 201, r)
+        roles = {m["id"]: m["role"] for m in r.json["members"]}
+        self.assertEqual(roles, {a["id"]: "admin", b["id"]: "member", c["id"]: "member"})
+        self.assertEqual(r.json["title"], "Team")
+        got = self.server.get(conv_path(r.json["id"]), token=tc)
+        self.assertEqual(got.status, 200, got)
+        self.assertEqual(got.json["id"], r.json["id"])
+
+    def test_strangers_get_404(self):
+        (a, ta), (b, tb), (c, tc) = self.users(3)
+        conv = self.direct(ta, b["id"])
+        self.send(ta, conv, "secret")
+        for r in (self.server.get(conv_path(conv), token=tc),
+                  self.server.get(conv_path(conv, "/messages"), token=tc),
+                  self.server.post(conv_path(conv, "/messages"), {"client_msg_id": "x", "text": "hi"}, token=tc),
+                  self.server.post(conv_path(conv, "/read"), {"up_to": 1}, token=tc),
+                  self.server.post(conv_path(conv, "/members"), {"users": [c["id"]]}, token=tc),
+                  self.server.delete(conv_path(conv, "/members/" + a["id"]), token=tc),
+                  self.server.get(conv_path("zzzz"), token=ta),
+                  self.server.get("/v1/users/%s/presence" % a["id"], token=tc)):
+            self.assertError(r, 404)
+        self.assertEqual(self.sync(tc)["changes"], [])
+
+
+class TestGroupCap(ChatTest):
+    server_args = ("--group-max-members", "4")
+
+    def test_cap_names_members(self):
+        people = self.users(5)
+        (a, ta) = people[0]
+        others = [u["id"] for u, _ in people[1:]]
+        self.assertError(self.server.post("/v1/conversations", {"type": "group", "title": "g", "members": others},
+                                          token=ta), 422, "members")
+        r = self.server.post("/v1/conversations", {"type": "group", "title": "g", "members": others[:3] + [a["id"]]},
+                             token=ta)
+        self.assertEqual(r.status, 201, r)  # the creator named again counts once
+        self.assertError(self.server.post(conv_path(r.json["id"], "/members"), {"users": [others[3]]}, token=ta),
+                         422, "users")
+
+
+class TestGroupCapDefault(ChatTest):
+    """The default cap, 500, with the settings a user gets."""
+
+    def test_default_cap_is_500(self):
+        (a, ta), = self.users(1)
+        ids = [self.server.signup()["id"] for _ in range(500)]
+        self.assertError(self.server.post("/v1/conversations", {"type": "group", "title": "big", "members": ids},
+                                          token=ta), 422, "members")
+        r = self.server.post("/v1/conversations", {"type": "group", "title": "big", "members": ids[:499]}, token=ta)
+        self.assertEqual(r.status, 201, r)
+        self.assertEqual(len(r.json["members"]), 500)
+
+
+class TestMessages(ChatTest):
+    def test_send_resend_and_history(self):
+        (a, ta), (b, tb) = self.users(2)
+        conv = self.direct(ta, b["id"])
+        m1 = self.send(ta, conv, "one", "c-1")
+        self.assertEqual((m1["seq"], m1["sender"], m1["text"], m1["conversation_id"]), (1, a["id"], "one", conv))
+        again = self.send(ta, conv, "one (retry)", "c-1", status=200)
+        self.assertEqual(again, m1)  # the original, not the retry's text
+        for i in range(2, 8):
+            self.send(tb if i % 2 else ta, conv, "m%d" % i)
+        page = self.server.get(conv_path(conv, "/messages?limit=3"), token=tb).json
+        self.assertEqual([m["seq"] for m in page["messages"]], [5, 6, 7])
+        self.assertTrue(page["has_more"])
+        page = self.server.get(conv_path(conv, "/messages?limit=3&before_seq=5"), token=tb).json
+        self.assertEqual([m["seq"] for m in page["messages"]], [2, 3, 4])
+        page = self.server.get(conv_path(conv, "/messages?after_seq=5"), token=tb).json
+        self.assertEqual([m["seq"] for m in page["messages"]], [6, 7])
+        self.assertFalse(page["has_more"])
+        self.assertEqual(len(self.server.get(conv_path(conv, "/messages?limit=200"), token=ta).json["messages"]), 7)
+
+    def test_text_bounds(self):
+        (a, ta), (b, tb) = self.users(2)
+        conv = self.direct(ta, b["id"])
+        path = conv_path(conv, "/messages")
+        self.assertError(self.server.post(path, {"client_msg_id": "x", "text": ""}, token=ta), 400, "text")
+        self.assertError(self.server.post(path, {"client_msg_id": "x", "text": "a" * 8001}, token=ta), 400, "text")
+        self.assertError(self.server.post(path, {"client_msg_id": "x", "text": "a\u0000b"}, token=ta), 400, "text")
+        self.assertError(self.server.post(path, {"text": "hi"}, token=ta), 400, "client_msg_id")
+        self.assertError(self.server.post(path, {"client_msg_id": "x", "text": 5}, token=ta), 400, "text")
+        self.assertError(self.server.request("POST", path, raw=b"\xff\xfe", token=ta,
+                                             headers={"Content-Type": "application/json"}), 400)
+        ok = self.send(ta, conv, "é" * 4000, "utf8")  # 8000 bytes of UTF-8
+        self.assertEqual(ok["text"], "é" * 4000)
+        self.assertEqual(self.server.get(conv_path(conv, "/messages"), token=tb).json["messages"][0]["seq"], 1)
+
+
+class TestSync(ChatTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.admin, cls.admin_token = cls.server.new_user()  # the first user administers
+
+    def test_one_gap_free_sequence_across_conversations(self):
+        (a, ta), (b, tb), (c, tc) = self.users(3)
+        ab = self.direct(ta, b["id"])
+        g = self.server.post("/v1/conversations", {"type": "group", "title": "g", "members": [a["id"], c["id"]]},
+                             token=tb).json["id"]
+        for i in range(5):
+            self.send(ta, ab, "ab%d" % i)
+            self.send(tc, g, "g%d" % i)
+        s = self.sync(tb)
+        seqs = [ch["seq"] for ch in s["changes"]]
+        self.assertEqual(seqs, list(range(1, len(seqs) + 1)))
+        self.assertEqual(s["seq"], seqs[-1])
+        self.assertEqual(len([ch for ch in s["changes"] if ch["kind"] == "message"]), 10)
+        self.assertEqual(len([ch for ch in s["changes"] if ch["kind"] == "conversation"]), 2)
+        # Paged: the same changes, no gap and no repeat, and stable.
+        got, since = [], 0
+        while True:
+            page = self.sync(tb, since, limit=3)
+            got += page["changes"]
+            since = page["seq"]
+            if not page["has_more"]:
+                break
+        self.assertEqual(got, s["changes"])
+        self.assertEqual(self.sync(tb, 4), self.sync(tb, 4))
+        self.assertError(self.server.get("/v1/sync?since=%d" % (s["seq"] + 1), token=tb), 400, "since")
+        self.assertError(self.server.get("/v1/sync?since=-1", token=tb), 400, "since")
+        self.assertError(self.server.get("/v1/sync?limit=0", token=tb), 400, "limit")
+        self.assertEqual(self.sync(tb, s["seq"])["changes"], [])
+
+    def test_own_messages_and_read_marks_reach_other_devices(self):
+        (a, ta), (b, tb) = self.users(2)
+        ta2 = self.server.signin(a["email"])  # a second device of a
+        conv = self.direct(ta, b["id"])
+        self.send(tb, conv, "hello")
+        self.send(ta, conv, "hi back")
+        mark = self.server.post(conv_path(conv, "/read"), {"up_to": 1}, token=ta)
+        self.assertEqual(mark.status, 200, mark)
+        changes = self.sync(ta2)["changes"]
+        self.assertEqual([c["kind"] for c in changes], ["conversation", "message", "message"])
+        # Reading up to 1 is behind the sender's own mark (2): nothing moves.
+        self.assertEqual(mark.json, {"read_up_to": 2, "unread": 0})
+        self.send(tb, conv, "more")
+        self.server.post(conv_path(conv, "/read"), {"up_to": 3}, token=ta)
+        last = self.sync(ta2)["changes"][-1]
+        self.assertEqual((last["kind"], last["up_to"], last["conversation_id"]), ("read", 3, conv))
+
+    def test_410_after_retention(self):
+        (a, ta), (b, tb) = self.users(2)
+        conv = self.direct(ta, b["id"])
+        for i in range(3):
+            self.send(ta, conv, "old%d" % i)
+        # The first two changes of b age past the retention (30 days).
+        sql(self.server.db, "UPDATE chat_changes SET created_ms = created_ms - 3456000000 "
+            "WHERE user_id = %d AND seq <= 2" % int(b["id"], 16))
+        r = self.server.post("/v1/admin/jobs/chat.cleanup/run", token=self.admin_token)
+        self.assertEqual(r.status, 202, r)
+        wait_for(lambda: self.server.get("/v1/sync?since=0", token=tb).status == 410, timeout=20)
+        self.assertError(self.server.get("/v1/sync?since=0", token=tb), 410, "since", "sync_too_old")
+        self.assertError(self.server.get("/v1/sync?since=1", token=tb), 410)
+        rest = self.sync(tb, 2)["changes"]
+        self.assertEqual([c["seq"] for c in rest], [3, 4])
+
+
+class TestMembers(ChatTest):
+    def test_add_remove_leave(self):
+        (a, ta), (b, tb), (c, tc), (d, td) = self.users(4)
+        g = self.server.post("/v1/conversations", {"type": "group", "title": "g", "members": [b["id"], c["id"]]},
+                             token=ta).json["id"]
+        self.send(ta, g, "before d")
+        self.assertError(self.server.post(conv_path(g, "/members"), {"users": [d["id"]]}, token=tb), 403)
+        r = self.server.post(conv_path(g, "/members"), {"users": [d["email"]]}, token=ta)
+        self.assertEqual(r.status, 200, r)
+        self.assertIn(d["id"], [m["id"] for m in r.json["members"]])
+        self.send(ta, g, "after d")
+        # d sees what came after it joined.
+        self.assertEqual([m["text"] for m in self.server.get(conv_path(g, "/messages"), token=td).json["messages"]],
+                         ["after d"])
+        # A member may remove only itself; the admin anyone.
+        self.assertError(self.server.delete(conv_path(g, "/members/" + c["id"]), token=tb), 403)
+        self.assertEqual(self.server.delete(conv_path(g, "/members/" + c["id"]), token=ta).status, 204)
+        self.assertEqual(self.server.delete(conv_path(g, "/members/" + b["id"]), token=tb).status, 204)
+        kinds = [ch["kind"] for ch in self.sync(tc)["changes"]]
+        self.assertEqual(kinds[-1], "member_removed")
+        c_seq = self.sync(tc)["seq"]
+        self.send(ta, g, "after c left")
+        # c keeps its history and gets nothing new.
+        self.assertEqual(self.sync(tc, c_seq)["changes"], [])
+        hist = self.server.get(conv_path(g, "/messages"), token=tc)
+        self.assertEqual(hist.status, 200, hist)
+        self.assertEqual([m["text"] for m in hist.json["messages"]], ["before d", "after d"])
+        self.assertError(self.server.post(conv_path(g, "/messages"), {"client_msg_id": "z", "text": "x"}, token=tc), 404)
+        left = [x for x in self.server.get("/v1/conversations", token=tc).json["items"] if x["id"] == g][0]
+        self.assertTrue(left.get("left"))
+        self.assertError(self.server.delete(conv_path(g, "/members/" + c["id"]), token=ta), 404)
+        direct = self.direct(ta, b["id"])
+        self.assertError(self.server.post(conv_path(direct, "/members"), {"users": [d["id"]]}, token=ta), 422)
+
+
+class TestUnread(ChatTest):
+    def test_unread_is_an_offset(self):
+        (a, ta), (b, tb), (c, tc) = self.users(3)
+        ab, ac = self.direct(ta, b["id"]), self.direct(ta, c["id"])
+        for i in range(3):
+            self.send(tb, ab, "b%d" % i)
+        self.send(tc, ac, "c0")
+        self.assertEqual(self.server.get("/v1/unread", token=ta).json, {"total": 4, "conversations": 2})
+        convs = {x["id"]: x for x in self.server.get("/v1/conversations", token=ta).json["items"]}
+        self.assertEqual((convs[ab]["unread"], convs[ab]["last_seq"], convs[ab]["read_up_to"]), (3, 3, 0))
+        self.assertEqual(self.server.get("/v1/conversations", token=ta).json["items"][0]["id"], ac)  # most recent
+        r = self.server.post(conv_path(ab, "/read"), {"up_to": 2}, token=ta)
+        self.assertEqual(r.json, {"read_up_to": 2, "unread": 1})
+        back = self.server.post(conv_path(ab, "/read"), {"up_to": 1}, token=ta)  # never backwards
+        self.assertEqual(back.json, {"read_up_to": 2, "unread": 1})
+        past = self.server.post(conv_path(ab, "/read"), {"up_to": 99}, token=ta)  # never past the last
+        self.assertEqual(past.json, {"read_up_to": 3, "unread": 0})
+        self.assertEqual(self.server.get("/v1/unread", token=ta).json, {"total": 1, "conversations": 1})
+        self.assertError(self.server.post(conv_path(ab, "/read"), {"up_to": "x"}, token=ta), 400, "up_to")
+
+
+class TestRate(ChatTest):
+    server_args = ("--chat-rate", "2")
+
+    def test_429_with_retry_after(self):
+        (a, ta), (b, tb) = self.users(2)
+        conv = self.direct(ta, b["id"])
+        statuses = [self.server.post(conv_path(conv, "/messages"), {"client_msg_id": "r%d" % i, "text": "x"},
+                                     token=ta) for i in range(8)]
+        limited = [r for r in statuses if r.status == 429]
+        self.assertTrue(limited, [r.status for r in statuses])
+        self.assertEqual(limited[0].header("Retry-After"), "1")
+        self.assertError(limited[0], 429)
+        time.sleep(1.1)
+        self.send(ta, conv, "later")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,301 @@
+"""The WebSocket gateway with real clients (python3-websocket): the hello
+frame, push-then-pull (a device that hears "news up to seq N" pulls and
+gets every message exactly once, in order), coalesced frames, two devices
+of one user and a group of 50 through reconnects and a SIGKILL of the
+server between send and pull, tickets, refusals (401 before the upgrade,
+big, binary and unknown frames), the per-user connection cap, presence
+(also for a client killed without a close, with shortened pings and with
+the defaults) and the cluster-wide counts."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import unittest
+
+import websocket
+
+from chime import BACKEND, Server, ServerTest, main
+from test_jobs import sql, wait_for
+
+
+def frames(ws, until=None, timeout=5.0):
+    """Frames until one satisfies until (or the timeout), as dicts."""
+    got, deadline = [], time.time() + timeout
+    while time.time() < deadline:
+        ws.settimeout(max(0.01, deadline - time.time()))
+        try:
+            f = json.loads(ws.recv())
+        except websocket.WebSocketTimeoutException:
+            break
+        got.append(f)
+        if until and until(f):
+            break
+    return got
+
+
+class Device:
+    """One device of a user: keeps its cursor and what it pulled."""
+
+    def __init__(self, server, token):
+        self.server, self.token, self.since, self.messages = server, token, 0, []
+
+    def pull(self):
+        while True:
+            r = self.server.get("/v1/sync?since=%d&limit=1000" % self.since, token=self.token)
+            assert r.status == 200, r
+            for ch in r.json["changes"]:
+                if ch["kind"] == "message":
+                    self.messages.append((ch["conversation_id"], ch["message"]["seq"], ch["message"]["text"]))
+            self.since = r.json["seq"]
+            if not r.json["has_more"]:
+                return
+
+
+class TestGateway(ServerTest):
+    server_args = ("--chat-rate", "1000")  # the burst test sends 100 at once
+
+    def test_hello_push_then_pull(self):
+        (a, ta), (b, tb) = self.server.new_user(), self.server.new_user()
+        conv = self.server.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta).json["id"]
+        ws = self.server.ws(tb)
+        hello = json.loads(ws.recv())
+        self.assertEqual(hello, {"type": "hello", "user_id": b["id"], "seq": 1, "unread": 0})
+        sent = self.server.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": "1", "text": "hi"},
+                                token=ta)
+        self.assertEqual(sent.status, 201, sent)
+        f = frames(ws, lambda f: f.get("seq") == 2)
+        self.assertEqual(f[-1], {"type": "sync", "seq": 2, "unread": 1})
+        d = Device(self.server, tb)
+        d.pull()
+        self.assertEqual(d.messages, [(conv, 1, "hi")])
+        ws.send(json.dumps({"type": "ping"}))
+        self.assertEqual(frames(ws, lambda f: f["type"] == "pong")[-1], {"type": "pong"})
+        ws.close()
+
+    def test_burst_is_coalesced_and_ends_current(self):
+        (a, ta), (b, tb) = self.server.new_user(), self.server.new_user()
+        conv = self.server.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta).json["id"]
+        ws = self.server.ws(tb)
+        ws.recv()
+        import threading
+        def burst(k):
+            for i in range(25):
+                self.server.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": "%d-%d" % (k, i),
+                                                                            "text": "x"}, token=ta)
+        ts = [threading.Thread(target=burst, args=(k,)) for k in range(4)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        got = frames(ws, lambda f: f.get("seq") == 101, timeout=10)
+        self.assertEqual(got[-1]["seq"], 101)  # 1 conversation + 100 messages
+        self.assertEqual(got[-1]["unread"], 100)
+        self.assertLessEqual(len(got), 100)
+        seqs = [f["seq"] for f in got]
+        self.assertEqual(seqs, sorted(seqs))  # never a stale frame after a newer one
+        ws.close()
+
+    def test_refusals(self):
+        (a, ta), = (self.server.new_user(),)
+        with self.assertRaises(websocket.WebSocketBadStatusException) as e:
+            self.server.ws(None)
+        self.assertEqual(e.exception.status_code, 401)
+        with self.assertRaises(websocket.WebSocketBadStatusException) as e:
+            self.server.ws("not-a-token")
+        self.assertEqual(e.exception.status_code, 401)
+        # Not an upgrade: a JSON 400.
+        self.assertError(self.server.get("/v1/ws", token=ta), 400)
+        for payload, opcode, code in (("x" * 70000, websocket.ABNF.OPCODE_TEXT, 1009),
+                                      (b"\x00\x01", websocket.ABNF.OPCODE_BINARY, 1008),
+                                      (json.dumps({"type": "subscribe"}), websocket.ABNF.OPCODE_TEXT, 1008),
+                                      ("not json", websocket.ABNF.OPCODE_TEXT, 1008)):
+            ws = self.server.ws(ta)
+            ws.recv()
+            ws.send(payload, opcode)
+            code_got = None
+            deadline = time.time() + 5
+            while time.time() < deadline:
+                try:
+                    op, data = ws.recv_data(control_frame=True)
+                except (websocket.WebSocketConnectionClosedException, ConnectionError):
+                    break
+                if op == websocket.ABNF.OPCODE_CLOSE:
+                    code_got = int.from_bytes(data[:2], "big")
+                    break
+            self.assertEqual(code_got, code, payload[:20])
+            ws.close()
+
+    def test_tickets_are_single_use_and_not_logged(self):
+        (a, ta), = (self.server.new_user(),)
+        t = self.server.post("/v1/ws/tickets", token=ta)
+        self.assertEqual(t.status, 201, t)
+        ws = self.server.ws(ticket=t.json["ticket"])
+        self.assertEqual(json.loads(ws.recv())["user_id"], a["id"])
+        ws.close()
+        with self.assertRaises(websocket.WebSocketBadStatusException) as e:
+            self.server.ws(ticket=t.json["ticket"])
+        self.assertEqual(e.exception.status_code, 401)
+        old = self.server.post("/v1/ws/tickets", token=ta).json["ticket"]
+        sql(self.server.db, "UPDATE ws_tickets SET expires_ms = expires_ms - 31000")
+        with self.assertRaises(websocket.WebSocketBadStatusException):
+            self.server.ws(ticket=old)
+        self.assertNotIn(t.json["ticket"], self.server.log())
+        self.assertNotIn(old, self.server.log())
+        self.assertError(self.server.post("/v1/ws/tickets"), 401)
+
+    def test_cap_closes_the_oldest(self):
+        (a, ta), = (self.server.new_user(),)
+        socks = [self.server.ws(ta) for _ in range(10)]
+        for s in socks:
+            s.recv()
+        newest = self.server.ws(ta)
+        newest.recv()
+        closed = None
+        deadline = time.time() + 5
+        while time.time() < deadline and closed is None:
+            try:
+                op, data = socks[0].recv_data(control_frame=True)
+                if op == websocket.ABNF.OPCODE_CLOSE:
+                    closed = int.from_bytes(data[:2], "big")
+            except websocket.WebSocketTimeoutException:
+                continue
+        self.assertEqual(closed, 4001)
+        for s in socks[1:] + [newest]:
+            s.close()
+
+    def test_presence_and_counts(self):
+        (a, ta), (b, tb), (c, tc) = self.server.new_user(), self.server.new_user(), self.server.new_user()
+        self.server.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta)
+        p = lambda: self.server.get("/v1/users/%s/presence" % b["id"], token=ta).json
+        self.assertEqual(p(), {"online": False, "last_seen": None})
+        self.assertError(self.server.get("/v1/users/%s/presence" % b["id"], token=tc), 404)
+        devices = [self.server.ws(tb) for _ in range(3)]
+        for d in devices:
+            d.recv()
+        self.assertTrue(wait_for(lambda: p()["online"], timeout=5))
+        for d in devices[:2]:
+            d.close()
+        time.sleep(0.5)
+        self.assertTrue(p()["online"])  # one device left
+        devices[2].close()
+        self.assertTrue(wait_for(lambda: not p()["online"], timeout=5))
+        self.assertIsNotNone(p()["last_seen"])
+
+
+class TestVanished(ServerTest):
+    server_args = ("--ws-ping", "0.5")
+
+    def test_vanished_client_stops_counting(self):
+        """A client that stops answering (frozen, network gone) is closed
+        within two ping intervals (0.5 s here); a killed one at once."""
+        (a, ta), (b, tb) = self.server.new_user(), self.server.new_user()
+        self.server.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta)
+        # A client process that connects and then freezes (SIGSTOP: no
+        # reads, no pongs, no FIN), then one that is SIGKILLed.
+        code = ("import websocket,sys,time\nw=websocket.create_connection(sys.argv[1],header=['Authorization: Bearer '"
+                "+sys.argv[2]])\nw.recv()\nprint('up',flush=True)\ntime.sleep(600)\n")
+        url = "ws://127.0.0.1:%d/v1/ws" % self.server.port
+        p = lambda: self.server.get("/v1/users/%s/presence" % b["id"], token=ta).json["online"]
+        for how in (signal.SIGSTOP, signal.SIGKILL):
+            proc = subprocess.Popen([sys.executable, "-c", code, url, tb], stdout=subprocess.PIPE)
+            self.addCleanup(proc.stdout.close)
+            self.assertEqual(proc.stdout.readline().strip(), b"up")
+            self.assertTrue(wait_for(p, timeout=5))
+            t0 = time.time()
+            os.kill(proc.pid, how)
+            self.assertTrue(wait_for(lambda: not p(), timeout=10), how)
+            self.assertLess(time.time() - t0, 2.0)  # two 0.5 s intervals, and the presence write
+            proc.kill()
+            proc.wait()
+
+
+class TestGatewayDefaults(ServerTest):
+    """The same promise with the settings a user gets: 25 s pings, so a
+    frozen client stops counting within two intervals (37.5-50 s)."""
+
+    def test_frozen_client_with_default_pings(self):
+        (a, ta), (b, tb) = self.server.new_user(), self.server.new_user()
+        self.server.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta)
+        ws = self.server.ws(tb)  # never read again: no pongs
+        ws.recv()
+        p = lambda: self.server.get("/v1/users/%s/presence" % b["id"], token=ta).json["online"]
+        self.assertTrue(wait_for(p, timeout=5))
+        t0 = time.time()
+        self.assertTrue(wait_for(lambda: not p(), timeout=60, step=0.5))
+        self.assertGreater(time.time() - t0, 30)
+        self.assertLess(time.time() - t0, 52)
+        stats = self.server.get("/v1/admin/stats", token=ta)  # a is the first user: the admin
+        self.assertEqual(stats.status, 200, stats)
+        self.assertEqual(stats.json["online_users"], 0)
+        ws.close()
+
+
+class TestEveryMessageOnce(unittest.TestCase):
+    """Two devices of one user and a group of 50: every message exactly
+    once, in order, across reconnects and a SIGKILL of the server between
+    the sends and the pulls."""
+
+    def test_group_of_50(self):
+        server = Server().start()
+        try:
+            self.run_group(server)
+        finally:
+            if server.proc:
+                server.stop(signal.SIGKILL)
+
+    def run_group(self, server):
+        people = [server.new_user() for _ in range(50)]
+        (a, ta) = people[0]
+        g = server.post("/v1/conversations", {"type": "group", "title": "50",
+                                              "members": [u["id"] for u, _ in people[1:]]}, token=ta)
+        self.assertEqual(g.status, 201, g)
+        conv = g.json["id"]
+        devices = [Device(server, t) for _, t in people]
+        devices.append(Device(server, server.signin(people[1][0]["email"])))  # a second device of member 1
+        socks = [server.ws(d.token) for d in devices]
+        for s in socks:
+            s.recv()
+        sent = []
+        for i in range(30):
+            who = people[i % 7]
+            r = server.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": "m%d" % i, "text": "t%d" % i},
+                            token=who[1])
+            self.assertEqual(r.status, 201, r)
+            sent.append((conv, r.json["seq"], "t%d" % i))
+        # Every online device hears of the last one.
+        for s in socks:
+            got = frames(s, lambda f: f.get("type") == "sync" and f["seq"] >= 31, timeout=10)
+            self.assertTrue(got and got[-1]["seq"] >= 31, got[-3:])
+        # Half of the devices pull now; then the server dies.
+        for d in devices[::2]:
+            d.pull()
+        for s in socks:
+            s.close()
+        more = []
+        for i in range(30, 40):
+            r = server.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": "m%d" % i, "text": "t%d" % i},
+                            token=ta)
+            self.assertEqual(r.status, 201, r)
+            more.append((conv, r.json["seq"], "t%d" % i))
+        server.stop(signal.SIGKILL)
+        server.start()
+        # Reconnect, hear the current seq, pull what is missing.
+        for d in devices:
+            ws = server.ws(d.token)
+            hello = json.loads(ws.recv())
+            ws.close()
+            d.pull()
+            self.assertEqual(d.since, hello["seq"])
+        for d in devices:
+            self.assertEqual(d.messages, sent + more)  # exactly once, in order
+        # A resend of an acknowledged message after the crash: the original.
+        again = server.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": "m39", "text": "dup"}, token=ta)
+        self.assertEqual(again.status, 200, again)
+        self.assertEqual(again.json["seq"], more[-1][1])
+
+
+if __name__ == "__main__":
+    main()
