@@ -8,7 +8,8 @@
  * write in-app ones to the inbox in batches and hand webhook and email
  * ones to the channels, whose answers come back through a result list.
  * On PostgreSQL each thread has its own connection; on SQLite they share
- * one under write_mu, and a checkpointer thread keeps the WAL short.
+ * one through a store_gate, and a store_checkpoint thread keeps the WAL
+ * short.
  *
  * A claimed delivery row carries next_attempt_ms = due + NOTIFY_HOLD_MS
  * (claimed late: now + NOTIFY_HOLD_MS):
@@ -34,6 +35,8 @@
 #include "jobs/lease.h"
 #include "jobs/nodes.h"
 #include "notify/channels.h"
+#include "store/store_checkpoint.h"
+#include "store/store_gate.h"
 
 #define NOTIFY_GROUP_PREFIX "reminders/g" /* + the group's number: its lease's name */
 #define NOTIFY_HOLD_MS 3000      /* a claim is private to its node this long past due */
@@ -118,29 +121,16 @@ struct notify_engine {
      * is claimed (INT64_MIN: not known yet). See claim_all. */
     int64_t claimed_to;
     pthread_t scanner;
-    pthread_t checkpointer;
-    bool checkpointer_started;
+    store_checkpoint *checkpoint; /* SQLite: keeps the WAL short */
     pthread_t *workers;
     int nworkers_started;
     bool scanner_started;
     bool has_webhooks;
-    /* SQLite has one writer at a time; a writer that finds the lock taken
-     * sleeps in SQLite's busy handler (up to 100 ms a nap), which is what
-     * lateness is made of. Our threads queue on this lock instead and
-     * wake the moment the previous transaction ends. (Who goes next is
-     * steered by the scanner, see scanner_yield: a mutex handed over in
-     * strict turns cost a thread wakeup per transaction and halved the
-     * throughput.) */
-    bool serialize_writes;
-    pthread_mutex_t write_mu;
-    /* The checkpointer's turn (write_lock_first): while it waits for
-     * write_mu, other writers wait at this gate, so it gets the lock
-     * after the transaction in progress rather than after a queue. */
-    atomic_bool gate_shut;
-    pthread_mutex_t gate_mu;
-    pthread_cond_t gate_cv;
+    /* SQLite: the engine's threads take turns on the shared connection
+     * through this gate (see store_gate.h); PostgreSQL: it does nothing. */
+    store_gate gate;
     /* SQLite: the one connection all the engine's threads use, under
-     * write_mu. Separate connections would each find their page cache
+     * the gate. Separate connections would each find their page cache
      * stale after every commit of another and re-read the pages. */
     store *shared;
     pthread_mutex_t mu; /* guards everything below */
@@ -162,52 +152,6 @@ struct notify_engine {
     int64_t next_extend_ms; /* when a worker next looks for holds to push back */
     int groups_held;
 };
-
-/* The engine whose write_mu this thread holds, if any: a fact about the
- * thread, so thread-local. The shared connection's guard reads it. */
-static __thread const notify_engine *write_held;
-
-static bool write_is_held(void *ctx)
-{
-    return write_held == ctx;
-}
-
-static void write_lock(notify_engine *e)
-{
-    if (!e->serialize_writes) return;
-    if (atomic_load(&e->gate_shut)) {
-        pthread_mutex_lock(&e->gate_mu);
-        while (atomic_load(&e->gate_shut)) pthread_cond_wait(&e->gate_cv, &e->gate_mu);
-        pthread_mutex_unlock(&e->gate_mu);
-    }
-    pthread_mutex_lock(&e->write_mu);
-    write_held = e;
-}
-
-static void write_unlock(notify_engine *e)
-{
-    if (!e->serialize_writes) return;
-    write_held = NULL;
-    pthread_mutex_unlock(&e->write_mu);
-}
-
-/* write_lock ahead of the writers queued for it (SQLite only). */
-static void write_lock_first(notify_engine *e)
-{
-    atomic_store(&e->gate_shut, true);
-    pthread_mutex_lock(&e->write_mu);
-    write_held = e;
-}
-
-static void write_unlock_first(notify_engine *e)
-{
-    write_held = NULL;
-    pthread_mutex_lock(&e->gate_mu);
-    atomic_store(&e->gate_shut, false);
-    pthread_cond_broadcast(&e->gate_cv);
-    pthread_mutex_unlock(&e->gate_mu);
-    pthread_mutex_unlock(&e->write_mu);
-}
 
 /* ---- the timer heap (mu held) ------------------------------------------- */
 
@@ -882,9 +826,9 @@ static void heartbeat_if_due(notify_engine *e, store *db, int64_t *next_beat)
 {
     int64_t now = base_now_ms();
     if (now < *next_beat) return;
-    write_lock(e);
+    store_gate_lock(&e->gate);
     rebalance(e, db);
-    write_unlock(e);
+    store_gate_unlock(&e->gate);
     *next_beat = now + e->o.heartbeat_ms;
 }
 
@@ -914,7 +858,7 @@ static void scanner_yield(notify_engine *e)
 
 /* The oldest next fire time in the groups held, into *t (INT64_MAX when
  * none): one index seek a shard (the IS NOT NULL lets it use the partial
- * reminders_due). Under write_lock. */
+ * reminders_due). Under the gate. */
 static int oldest_due(notify_engine *e, store *db, int64_t *t)
 {
     *t = INT64_MAX;
@@ -968,9 +912,9 @@ static bool claim_pass(notify_engine *e, store *db, int64_t horizon, int64_t *ne
         }
         heartbeat_if_due(e, db, next_beat);
         scanner_yield(e);
-        write_lock(e);
+        store_gate_lock(&e->gate);
         int n = claim_tx(e, db, &gi, horizon, &buf);
-        write_unlock(e);
+        store_gate_unlock(&e->gate);
         enqueue(e, buf.v, buf.n);
         buf.n = 0;
         if (n < 0) {
@@ -992,9 +936,9 @@ static bool claim_all(notify_engine *e, store *db, int64_t *next_beat)
         horizon = e->claimed_to + NOTIFY_PASS_STEP_MS;
     } else {
         int64_t oldest;
-        write_lock(e); /* the connection may be the workers' too */
+        store_gate_lock(&e->gate); /* the connection may be the workers' too */
         int rc = oldest_due(e, db, &oldest);
-        write_unlock(e);
+        store_gate_unlock(&e->gate);
         if (rc != STORE_OK) return false; /* the next tick tries again */
         horizon = oldest < INT64_MAX - NOTIFY_PASS_STEP_MS ? oldest + NOTIFY_PASS_STEP_MS : INT64_MAX;
     }
@@ -1057,9 +1001,9 @@ static void poll_outbox_all(notify_engine *e, store *db)
 {
     int n, total = 0;
     do {
-        write_lock(e);
+        store_gate_lock(&e->gate);
         n = poll_outbox(e, db);
-        write_unlock(e);
+        store_gate_unlock(&e->gate);
         if (n > 0) total += n;
     } while (n == NOTIFY_POLL_BATCH && heap_size(e) < NOTIFY_HEAP_MAX);
     if (total) log_info("reminders: took over %d outbox rows", total);
@@ -1233,92 +1177,6 @@ static store *engine_db_open(notify_engine *e, const char *who)
     return db;
 }
 
-/* ---- the checkpointer (SQLite) ------------------------------------------
- *
- * SQLite copies the WAL back into the database file (a checkpoint) on the
- * thread whose commit pushes the WAL past a size: with the engine's one
- * connection that is inside write_mu, where every claim and delivery
- * waits for the copy and its fsync. So the engine's connection does not
- * checkpoint; this thread does, on a connection of its own, while writers
- * go on. A checkpoint that races writers leaves the newest frames
- * uncopied, and the WAL restarts from its beginning only after a complete
- * one; so after the long passes, a short one runs under write_mu (nothing
- * new can arrive) to finish the job. That one stalls every writer for its
- * copy and two fsyncs, so it is rare (a large WAL: at 1M reminders a
- * minute a 32 MiB one made it every half second, 40-100 ms each, which
- * was the p99; 512 MiB, every 4 s or so, measured better than 256 MiB,
- * in-app p99 67-77 ms against 87-97; a WAL of gigabytes slows every read)
- * and small (see checkpoint_converge), and it goes ahead of the writers
- * queued for the lock (write_lock_first). */
-#define NOTIFY_CKPT_FRAMES 131072 /* checkpoint once the WAL holds this many pages (512 MiB) */
-#define NOTIFY_SYNC_TICK_MS 25 /* rounds while the WAL changes */
-#define NOTIFY_CKPT_CLOSE 256  /* frames a locked pass may be left to copy (1 MiB) */
-#define NOTIFY_CKPT_ROUNDS 16  /* unlocked passes tried to get there */
-
-/* PRAGMA wal_checkpoint(PASSIVE): *log frames in the WAL, *done of them copied. */
-static int checkpoint_passive(store *db, int64_t *log, int64_t *done)
-{
-    store_stmt *st = store_prepare(db, "PRAGMA wal_checkpoint(PASSIVE)");
-    int rc = store_step(st);
-    if (rc == STORE_ROW) {
-        *log = store_col_int64(st, 1);
-        *done = store_col_int64(st, 2);
-    }
-    store_reset(st);
-    return rc == STORE_ROW ? STORE_OK : rc;
-}
-
-/* Passes without the lock until one leaves few frames behind: the locked
- * pass then copies and syncs only those. (A locked pass that came right
- * after a long one held the writers 40-100 ms: the frames written during
- * the long pass, some megabytes, flushed and copied and flushed again.)
- * False on an error. */
-static bool checkpoint_converge(store *db, int64_t *log, int64_t *done)
-{
-    for (int i = 0; i < NOTIFY_CKPT_ROUNDS; i++) {
-        int64_t before = *log;
-        if (checkpoint_passive(db, log, done) != STORE_OK) return false;
-        if (*log - before < NOTIFY_CKPT_CLOSE) break;
-    }
-    return true;
-}
-
-static void *checkpointer_main(void *p)
-{
-    notify_engine *e = p;
-    base_thread_name("rem-checkpoint");
-    char err[256];
-    store *db = store_open(e->o.db_url, err, sizeof err);
-    if (!db) {
-        log_error("reminders: the checkpointer cannot open the database: %s", err);
-        return NULL;
-    }
-    int64_t log = 0, done = 0, last = -1;
-    bool busy = false;
-    /* Each round writes the WAL to disk if it changed (store_sync_log: so
-     * a durable commit elsewhere -- the API's, the jobs' -- does not wait
-     * under the write lock for the engine's unsynced ones), and copies
-     * what the WAL holds (and fsyncs the database file if there was
-     * anything): every NOTIFY_SYNC_TICK_MS while the engine writes, once a
-     * second while nothing changes, so an idle server does not fsync. */
-    while (sleep_until(e, base_now_ms() + (busy ? NOTIFY_SYNC_TICK_MS : 1000))) {
-        if (checkpoint_passive(db, &log, &done) != STORE_OK) continue;
-        busy = log != last;
-        last = log;
-        if (busy && store_sync_log(db) != STORE_OK) log_warn("reminders: WAL sync failed: %s", store_errmsg(db));
-        if (log < NOTIFY_CKPT_FRAMES || !checkpoint_converge(db, &log, &done)) continue;
-        write_lock_first(e);
-        /* (A reader's older snapshot may still hold some frames back: the
-         * next round copies them.) */
-        if (checkpoint_passive(db, &log, &done) != STORE_OK)
-            log_warn("reminders: checkpoint failed: %s", store_errmsg(db));
-        write_unlock_first(e);
-        last = log;
-    }
-    store_close(db);
-    return NULL;
-}
-
 static store *thread_db(notify_engine *e, const char *who)
 {
     return e->shared ? e->shared : engine_db_open(e, who);
@@ -1342,11 +1200,11 @@ static void *scanner_main(void *p)
     do {
         int64_t t0 = base_now_ms();
         heartbeat_if_due(e, db, &next_beat);
-        write_lock(e);
+        store_gate_lock(&e->gate);
         int done;
         if (notify_sync_dirty(db, e->o.tz, e->o.shards, 256, &done) != STORE_OK)
             log_warn("reminders: recomputing marked events failed: %s", store_errmsg(db));
-        write_unlock(e);
+        store_gate_unlock(&e->gate);
         poll_outbox_all(e, db);
         more = claim_all(e, db, &next_beat);
         /* Leases lapse when a pass outlasts them between heartbeats: worth
@@ -1354,9 +1212,9 @@ static void *scanner_main(void *p)
         int64_t took = base_now_ms() - t0;
         if (took > e->o.lease_ttl_ms / 2) log_warn("reminders: a scanner pass took %lld ms", (long long)took);
     } while (sleep_until(e, base_now_ms() + (more ? 0 : tick)));
-    write_lock(e);
+    store_gate_lock(&e->gate);
     release_all(e, db);
-    write_unlock(e);
+    store_gate_unlock(&e->gate);
     thread_db_close(e, db);
     return NULL;
 }
@@ -1469,7 +1327,7 @@ static void deliver_inapp_batch(notify_engine *e, store *db, const item *its, si
     if (n == 0) return;
     char *ids = ids_json(its, n);
     if (!ids) return; /* left pending: the outbox poll retries them after the hold */
-    write_lock(e);
+    store_gate_lock(&e->gate);
     for (int attempt = 0; attempt < 3; attempt++) {
         int rc = store_begin(db);
         if (rc == STORE_OK) rc = notify_deliver_inapp(db, ids, base_now_ms(), e->o.late_policy, e->o.grace_ms);
@@ -1477,7 +1335,7 @@ static void deliver_inapp_batch(notify_engine *e, store *db, const item *its, si
         store_rollback(db);
         log_warn("reminders: in-app delivery batch failed: %s", store_errmsg(db));
     }
-    write_unlock(e);
+    store_gate_unlock(&e->gate);
     free(ids);
     /* Left pending on failure: the outbox poll retries them after the hold. */
 }
@@ -1868,7 +1726,7 @@ static void send_prepare(notify_engine *e, store *db, store *ro, const item *its
     int rc = plan_sort(&p, its, n) ? plan_read(&p, ro) : STORE_ERROR;
     if (rc != STORE_OK) log_warn("reminders: reading a send batch failed: %s", store_errmsg(ro));
     if (rc == STORE_OK && plan_writes(&p)) {
-        write_lock(e);
+        store_gate_lock(&e->gate);
         rc = store_begin(db);
         if (rc == STORE_OK) rc = plan_write(&p, db);
         if (rc == STORE_OK) rc = store_commit(db);
@@ -1876,7 +1734,7 @@ static void send_prepare(notify_engine *e, store *db, store *ro, const item *its
             log_warn("reminders: send batch failed: %s", store_errmsg(db));
             store_rollback(db);
         }
-        write_unlock(e);
+        store_gate_unlock(&e->gate);
     }
     if (rc != STORE_OK) {
         for (size_t i = 0; i < p.k; i++) send_job_free(&jobs[i]);
@@ -1955,11 +1813,11 @@ static void deliver_async_batch(notify_engine *e, store *db, store *ro, item *it
             jobs[refused++] = (send_job){.it = it};
         }
     if (refused) {
-        write_lock(e);
+        store_gate_lock(&e->gate);
         bool tx = store_begin(db) == STORE_OK;
         for (size_t i = 0; i < refused; i++) record_failure(e, db, jobs[i].it.id, "channel queue full");
         if (tx && store_commit(db) != STORE_OK) store_rollback(db);
-        write_unlock(e);
+        store_gate_unlock(&e->gate);
     }
     /* (A job starts with its item: the jobs sort and search as items.) */
     if (k > refused) qsort(jobs + refused, k - refused, sizeof *jobs, item_cmp_id);
@@ -2027,7 +1885,7 @@ static int apply_results_in(notify_engine *e, store *db, result *res)
 static void apply_results(notify_engine *e, store *db, result *res)
 {
     if (!res) return;
-    write_lock(e);
+    store_gate_lock(&e->gate);
     int rc = store_begin(db);
     if (rc == STORE_OK) rc = apply_results_in(e, db, res);
     if (rc == STORE_OK) rc = store_commit(db);
@@ -2035,7 +1893,7 @@ static void apply_results(notify_engine *e, store *db, result *res)
         log_warn("reminders: cannot record delivery results: %s", store_errmsg(db));
         store_rollback(db);
     }
-    write_unlock(e);
+    store_gate_unlock(&e->gate);
     pthread_mutex_lock(&e->mu);
     for (result *r = res; r; r = r->next) flight_drop(e, r->id);
     pthread_mutex_unlock(&e->mu);
@@ -2107,7 +1965,7 @@ static void extend_holds(notify_engine *e, store *db, int64_t now)
     if (sends.n + waiting.n > 0) {
         bool pg = store_backend_of(db) == STORE_PG;
         const char *sql = pg ? ASYNC_HOLD(BATCH_PG) : ASYNC_HOLD(BATCH_SQLITE);
-        write_lock(e);
+        store_gate_lock(&e->gate);
         int rc = store_begin(db);
         if (rc == STORE_OK) rc = items_exec(db, sql, sends.v, sends.n, send_to, NULL);
         if (rc == STORE_OK) rc = items_exec(db, sql, waiting.v, waiting.n, wait_to, NULL);
@@ -2118,7 +1976,7 @@ static void extend_holds(notify_engine *e, store *db, int64_t now)
             log_warn("reminders: cannot extend the holds of %zu rows: %s", sends.n + waiting.n, store_errmsg(db));
             store_rollback(db);
         }
-        write_unlock(e);
+        store_gate_unlock(&e->gate);
     }
     free(sends.v);
     free(waiting.v);
@@ -2143,7 +2001,7 @@ static result *take_results(notify_engine *e, int64_t now)
  * (on SQLite the write lock already gathers them). */
 static int64_t linger_until(notify_engine *e, int64_t now)
 {
-    if (e->serialize_writes || e->heap.n == 0 || e->heap.v[0].due_ms > now) return 0;
+    if (store_gate_serializes(&e->gate) || e->heap.n == 0 || e->heap.v[0].due_ms > now) return 0;
     int64_t until = e->heap.v[0].due_ms + NOTIFY_LINGER_MS;
     if (now >= until || heap_due_from(&e->heap, 0, now, NOTIFY_LINGER_BATCH) >= NOTIFY_LINGER_BATCH) return 0;
     return until;
@@ -2195,7 +2053,7 @@ static void deliver_batch(notify_engine *e, store *db, store *ro, item *batch, s
  * the writers'). PostgreSQL: the worker's connection does both. */
 static store *reader_open(notify_engine *e, store *db)
 {
-    if (!e->serialize_writes) return db;
+    if (!store_gate_serializes(&e->gate)) return db;
     store *ro = engine_db_open(e, "delivery reader");
     if (ro && store_exec(ro, "PRAGMA query_only = 1") != STORE_OK) {
         store_close(ro);
@@ -2297,10 +2155,7 @@ notify_engine *notify_engine_new(const notify_opts *o)
         snprintf(name, sizeof name, NOTIFY_GROUP_PREFIX "%03d", i);
         lease_hold_init(&e->groups[i].hold, name, e->owner);
     }
-    e->serialize_writes = strncmp(o->db_url, "sqlite:", 7) == 0;
-    pthread_mutex_init(&e->write_mu, NULL);
-    pthread_mutex_init(&e->gate_mu, NULL);
-    pthread_cond_init(&e->gate_cv, NULL);
+    store_gate_init(&e->gate, strncmp(o->db_url, "sqlite:", 7) == 0);
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     pthread_cond_init(&e->idle, NULL);
@@ -2331,15 +2186,14 @@ int notify_engine_start(notify_engine *e)
     while (slots < 4 * bound) slots *= 2;
     if (!(e->flights = calloc(slots, sizeof *e->flights))) return -1;
     e->flights_mask = slots - 1;
-    if (e->serialize_writes) {
+    if (store_gate_serializes(&e->gate)) {
         if (!(e->shared = engine_db_open(e, "engine"))) return -1;
         if (store_exec(e->shared, "PRAGMA wal_autocheckpoint = 0") != STORE_OK ||
-            pthread_create(&e->checkpointer, NULL, checkpointer_main, e) != 0) {
+            !(e->checkpoint = store_checkpoint_start(e->o.db_url, &e->gate, "reminders", "rem-checkpoint"))) {
             log_error("reminders: cannot start the checkpointer");
             return -1;
         }
-        e->checkpointer_started = true;
-        store_set_guard(e->shared, write_is_held, e);
+        store_set_guard(e->shared, store_gate_held, &e->gate);
     }
     if (pthread_create(&e->scanner, NULL, scanner_main, e) != 0) {
         log_error("reminders: cannot start the scanner");
@@ -2373,8 +2227,8 @@ void notify_engine_free(notify_engine *e)
     e->stopping = true;
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
+    store_checkpoint_stop(e->checkpoint);
     if (e->scanner_started) pthread_join(e->scanner, NULL);
-    if (e->checkpointer_started) pthread_join(e->checkpointer, NULL);
     for (int i = 0; i < e->nworkers_started; i++) pthread_join(e->workers[i], NULL);
     /* Sends still out will call send_done; wait for them (channel
      * timeouts bound this). Their results are dropped: the rows stay
@@ -2389,9 +2243,7 @@ void notify_engine_free(notify_engine *e)
     }
     for (int i = 0; i < e->o.groups; i++) lease_hold_destroy(&e->groups[i].hold);
     store_close(e->shared);
-    pthread_mutex_destroy(&e->write_mu);
-    pthread_mutex_destroy(&e->gate_mu);
-    pthread_cond_destroy(&e->gate_cv);
+    store_gate_destroy(&e->gate);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     pthread_cond_destroy(&e->idle);
