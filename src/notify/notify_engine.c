@@ -35,6 +35,7 @@
 #include "jobs/lease.h"
 #include "jobs/nodes.h"
 #include "notify/channels.h"
+#include "notify/notify_queue.h"
 #include "store/store_checkpoint.h"
 #include "store/store_gate.h"
 
@@ -53,16 +54,6 @@
 #define NOTIFY_RESULT_BATCH 512  /* answers recorded at once */
 #define NOTIFY_RESULT_WAIT_MS 20 /* ... or when the oldest has waited this long */
 
-/* A delivery's channel as an item carries it (rows name it in text). */
-typedef enum notify_chan { NOTIFY_CHAN_INAPP, NOTIFY_CHAN_WEBHOOK, NOTIFY_CHAN_EMAIL } notify_chan;
-
-typedef struct item {
-    int64_t due_ms;   /* when to deliver (the heap's key); a backlog goes oldest first */
-    int64_t hold_ms;  /* its row's next_attempt_ms as this node set it: private until then */
-    char id[NOTIFY_ID_LEN + 1];
-    notify_chan channel;
-} item;
-
 /* Anything but in-app and webhook is taken as email, as the send path
  * did before items carried an enum (the schema allows only the three). */
 static notify_chan chan_of(const char *name)
@@ -71,11 +62,6 @@ static notify_chan chan_of(const char *name)
            : strcmp(name, "webhook") == 0 ? NOTIFY_CHAN_WEBHOOK
                                           : NOTIFY_CHAN_EMAIL;
 }
-
-typedef struct item_buf {
-    item *v;
-    size_t n, cap;
-} item_buf;
 
 /* A channel's answer, and what the attempt's row records: when the send
  * went out and whether it was late (as its payload said). */
@@ -93,18 +79,6 @@ typedef struct send_ctx {
     bool late;
     int64_t fired_ms;
 } send_ctx;
-
-/* A webhook or email send this node is making: from the moment a worker
- * takes its item until the channel's answer. A second copy of the same
- * row (an outbox poll took it again while it waited) finds it here and is
- * not sent twice. hold_ms is the row's next_attempt_ms: sends still out
- * near it get it pushed back (extend_holds), so no other node's poll
- * takes a row that is being sent. An open-addressing table (linear
- * probing) sized at twice the channels' capacity, under mu. */
-typedef struct flight {
-    char id[NOTIFY_ID_LEN + 1]; /* "" when free */
-    int64_t hold_ms;
-} flight;
 
 typedef struct group {
     lease_hold hold;
@@ -137,7 +111,7 @@ struct notify_engine {
     pthread_cond_t cv;  /* workers: heap or results changed, or stopping */
     pthread_cond_t idle;/* free: no send in flight */
     bool stopping;
-    item_buf heap;      /* a binary min-heap on due_ms */
+    notify_heap heap;   /* claimed deliveries by due time */
     result *results;    /* channel answers not yet recorded (take_results) */
     int nresults;
     int64_t results_since; /* when the oldest of them came */
@@ -146,132 +120,19 @@ struct notify_engine {
     int sending;        /* webhook/email items taken from the heap, not yet handed on */
     int send_cap;       /* in_flight + sending stays below: the channels' capacity */
     int send_room;      /* ... and a waiting worker is woken when this much is free */
-    flight *flights;    /* sends being made (see flight) */
-    size_t flights_mask;/* table size - 1 (a power of two) */
-    size_t nflights;
+    notify_flights flights; /* sends being made */
     int64_t next_extend_ms; /* when a worker next looks for holds to push back */
     int groups_held;
 };
 
-/* ---- the timer heap (mu held) ------------------------------------------- */
-
-/* Appends to a growing array of items (the heap's storage, and batches). */
-static bool buf_add(item_buf *b, const item *it)
-{
-    if (b->n == b->cap) {
-        item *grown = base_grow(b->v, sizeof *grown, &b->cap);
-        if (!grown) return false;
-        b->v = grown;
-    }
-    b->v[b->n++] = *it;
-    return true;
-}
-
-static void heap_swap(item *h, size_t a, size_t b)
-{
-    item t = h[a];
-    h[a] = h[b];
-    h[b] = t;
-}
-
-static bool heap_push(notify_engine *e, const item *it)
-{
-    if (!buf_add(&e->heap, it)) return false;
-    size_t i = e->heap.n - 1;
-    while (i > 0 && e->heap.v[(i - 1) / 2].due_ms > e->heap.v[i].due_ms) {
-        heap_swap(e->heap.v, i, (i - 1) / 2);
-        i = (i - 1) / 2;
-    }
-    return true;
-}
-
-static item heap_pop(notify_engine *e)
-{
-    item top = e->heap.v[0];
-    e->heap.v[0] = e->heap.v[--e->heap.n];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < e->heap.n && e->heap.v[l].due_ms < e->heap.v[m].due_ms) m = l;
-        if (r < e->heap.n && e->heap.v[r].due_ms < e->heap.v[m].due_ms) m = r;
-        if (m == i) break;
-        heap_swap(e->heap.v, i, m);
-        i = m;
-    }
-    return top;
-}
-
-/* How many items of the heap below index i are due by now, counting to
- * cap at most: a walk that leaves a subtree at its first item not due. */
-static size_t heap_due_from(const item_buf *h, size_t i, int64_t now, size_t cap)
-{
-    if (i >= h->n || cap == 0 || h->v[i].due_ms > now) return 0;
-    size_t n = 1;
-    n += heap_due_from(h, 2 * i + 1, now, cap - n);
-    n += heap_due_from(h, 2 * i + 2, now, cap - n);
-    return n;
-}
-
-static void enqueue(notify_engine *e, const item *items, size_t n)
+static void enqueue(notify_engine *e, const notify_item *items, size_t n)
 {
     if (n == 0) return;
     pthread_mutex_lock(&e->mu);
     for (size_t i = 0; i < n; i++)
-        if (!heap_push(e, &items[i])) break; /* the outbox keeps it; a poll finds it */
+        if (!notify_heap_push(&e->heap, &items[i])) break; /* the outbox keeps it; a poll finds it */
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
-}
-
-/* ---- sends being made (mu held) ------------------------------------------ */
-
-static size_t flight_home(const notify_engine *e, const char *id)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (const char *p = id; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return (size_t)h & e->flights_mask;
-}
-
-/* The slot of id, or of the free slot where it would go. */
-static size_t flight_slot(const notify_engine *e, const char *id)
-{
-    size_t i = flight_home(e, id);
-    while (e->flights[i].id[0] && strcmp(e->flights[i].id, id) != 0) i = (i + 1) & e->flights_mask;
-    return i;
-}
-
-/* Takes id for this node's send; false when a send of it is already being
- * made -- or, should answers pile up unrecorded until the table is three
- * quarters full (it has room for four times the channels' capacity), when
- * there is no room: the row then stays pending and is retried after its
- * hold, rather than probing a full table forever. */
-static bool flight_take(notify_engine *e, const char *id, int64_t hold_ms)
-{
-    if (e->nflights * 4 >= (e->flights_mask + 1) * 3) return false;
-    flight *f = &e->flights[flight_slot(e, id)];
-    if (f->id[0]) return false;
-    snprintf(f->id, sizeof f->id, "%s", id);
-    f->hold_ms = hold_ms;
-    e->nflights++;
-    return true;
-}
-
-/* Frees id's slot, moving back the entries after it that probed past it
- * (deletion without tombstones). */
-static void flight_drop(notify_engine *e, const char *id)
-{
-    size_t i = flight_slot(e, id);
-    if (!e->flights[i].id[0]) return;
-    e->nflights--;
-    for (size_t j = (i + 1) & e->flights_mask; e->flights[j].id[0]; j = (j + 1) & e->flights_mask) {
-        size_t home = flight_home(e, e->flights[j].id);
-        /* j's entry may move to i if its home is not in (i, j] (cyclically). */
-        bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-        if (!stays) {
-            e->flights[i] = e->flights[j];
-            i = j;
-        }
-    }
-    e->flights[i].id[0] = '\0';
 }
 
 /* ---- claiming ----------------------------------------------------------- */
@@ -615,7 +476,7 @@ static int claim_row_deliveries(notify_engine *e, del_buf *list, const due_row *
 /* What the INSERT returns: pending rows go to the timer, done ones need
  * their inbox row. */
 typedef struct claim_out {
-    item_buf *timer;
+    notify_item_buf *timer;
     json_t *done;
     int64_t now; /* the claim's time (see claim_hold) */
 } claim_out;
@@ -626,10 +487,10 @@ static int claim_took(claim_out *o, const char *id, const char *channel, int64_t
     if (strcmp(state, "done") == 0)
         return json_array_append_new(o->done, json_string(id)) == 0 ? STORE_OK : STORE_ERROR;
     if (strcmp(state, "pending") != 0) return STORE_OK;
-    item it = {.due_ms = due_ms, .hold_ms = claim_hold(due_ms, o->now)};
+    notify_item it = {.due_ms = due_ms, .hold_ms = claim_hold(due_ms, o->now)};
     snprintf(it.id, sizeof it.id, "%s", id);
     it.channel = chan_of(channel);
-    return buf_add(o->timer, &it) ? STORE_OK : STORE_ERROR;
+    return notify_item_buf_add(o->timer, &it) ? STORE_OK : STORE_ERROR;
 }
 
 static int claim_inserted(void *ctx, store_stmt *st)
@@ -668,7 +529,7 @@ static int claim_deliveries(store *db, const del_buf *b, int64_t now, claim_out 
  * PostgreSQL each step is one set statement for the lot: a round trip
  * per row was the cost. Rows already claimed (a restart, a takeover)
  * insert nothing: the delivery id is stable. */
-static int claim_rows(notify_engine *e, store *db, const due_row *rows, int n, int64_t now, item_buf *out)
+static int claim_rows(notify_engine *e, store *db, const due_row *rows, int n, int64_t now, notify_item_buf *out)
 {
     if (n == 0) return STORE_OK;
     bool *won = calloc((size_t)n, sizeof *won);
@@ -771,7 +632,7 @@ static int claim_group(notify_engine *e, store *db, int gi, int64_t upto, int li
  * commit (on SQLite the commit is the cost: every page it dirtied is
  * written again). *gi moves past the groups done; a group cut short by a
  * full batch stays next. Returns rows claimed, or < 0. */
-static int claim_tx(notify_engine *e, store *db, int *gi, int64_t upto, item_buf *out)
+static int claim_tx(notify_engine *e, store *db, int *gi, int64_t upto, notify_item_buf *out)
 {
     static __thread due_row rows[NOTIFY_CLAIM_BATCH];
     lease_hold *fenced[NOTIFY_CLAIM_BATCH];
@@ -813,7 +674,7 @@ static int claim_tx(notify_engine *e, store *db, int *gi, int64_t upto, item_buf
 static size_t heap_size(notify_engine *e)
 {
     pthread_mutex_lock(&e->mu);
-    size_t n = e->heap.n;
+    size_t n = notify_heap_size(&e->heap);
     pthread_mutex_unlock(&e->mu);
     return n;
 }
@@ -845,10 +706,11 @@ static void scanner_yield(notify_engine *e)
     pthread_mutex_lock(&e->mu);
     for (;;) {
         int64_t now = base_now_ms();
-        if (e->stopping || now >= give_up || e->heap.n == 0 || e->heap.v[0].due_ms > now - NOTIFY_BEHIND_MS) break;
+        const notify_item *top = notify_heap_peek(&e->heap);
+        if (e->stopping || now >= give_up || !top || top->due_ms > now - NOTIFY_BEHIND_MS) break;
         /* Behind on sends the channels have no room for: waiting would
          * not let the workers catch up, only starve the claims. */
-        if (e->heap.v[0].channel != NOTIFY_CHAN_INAPP && e->in_flight + e->sending >= e->send_cap) break;
+        if (top->channel != NOTIFY_CHAN_INAPP && e->in_flight + e->sending >= e->send_cap) break;
         int64_t wake = now + 2;
         struct timespec ts = {.tv_sec = wake / 1000, .tv_nsec = (wake % 1000) * 1000000};
         pthread_cond_timedwait(&e->cv, &e->mu, &ts);
@@ -903,7 +765,7 @@ static int oldest_due(notify_engine *e, store *db, int64_t *t)
  * failed): the pass must be done again. */
 static bool claim_pass(notify_engine *e, store *db, int64_t horizon, int64_t *next_beat, int64_t *claimed)
 {
-    item_buf buf = {0};
+    notify_item_buf buf = {0};
     bool whole = true;
     for (int gi = 0; gi < e->o.groups;) {
         if (heap_size(e) >= NOTIFY_HEAP_MAX) {
@@ -975,13 +837,13 @@ static int poll_outbox(notify_engine *e, store *db)
      * should not wait long. A webhook/email send extends it when it starts. */
     store_bind_int64(st, 2, now + NOTIFY_HOLD_MS);
     store_bind_int64(st, 3, NOTIFY_POLL_BATCH);
-    item_buf buf = {0};
+    notify_item_buf buf = {0};
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
-        item it = {.due_ms = store_col_int64(st, 2), .hold_ms = now + NOTIFY_HOLD_MS};
+        notify_item it = {.due_ms = store_col_int64(st, 2), .hold_ms = now + NOTIFY_HOLD_MS};
         snprintf(it.id, sizeof it.id, "%s", store_col_text(st, 0));
         it.channel = chan_of(store_col_text(st, 1));
-        if (!buf_add(&buf, &it)) break;
+        if (!notify_item_buf_add(&buf, &it)) break;
     }
     store_reset(st);
     int n = (int)buf.n;
@@ -1221,7 +1083,7 @@ static void *scanner_main(void *p)
 
 /* ---- delivery ----------------------------------------------------------- */
 
-static bool is_late(notify_engine *e, const item *it, int64_t now)
+static bool is_late(notify_engine *e, const notify_item *it, int64_t now)
 {
     return now - it->due_ms > e->o.grace_ms;
 }
@@ -1229,7 +1091,7 @@ static bool is_late(notify_engine *e, const item *it, int64_t now)
 /* The ids of a batch as a JSON array, the one list parameter both
  * backends can take apart (json_each / json_array_elements_text). Ids are
  * hex digits: nothing to escape. Caller frees. */
-static char *ids_json(const item *its, size_t n)
+static char *ids_json(const notify_item *its, size_t n)
 {
     char *out = malloc(n * (NOTIFY_ID_LEN + 3) + 3);
     if (!out) return NULL;
@@ -1322,7 +1184,7 @@ int notify_deliver_inapp(store *db, const char *ids, int64_t now_ms, notify_late
     return batch_exec(db, INAPP_FINISH(BATCH_SQLITE), ids, now_ms, &grace_ms);
 }
 
-static void deliver_inapp_batch(notify_engine *e, store *db, const item *its, size_t n)
+static void deliver_inapp_batch(notify_engine *e, store *db, const notify_item *its, size_t n)
 {
     if (n == 0) return;
     char *ids = ids_json(its, n);
@@ -1444,7 +1306,7 @@ static void html_escape(const char *in, char *out, size_t size)
  * the commit (the write lock is the engine's bottleneck: nothing that can
  * wait is done under it). */
 typedef struct send_job {
-    item it; /* first: a job sorts and searches as its item */
+    notify_item it; /* first: a job sorts and searches as its item */
     bool webhook, late;
     int64_t fired_ms, user_id, event_id, occurrence_ms;
     char *body, *target, *secret, *summary;
@@ -1561,11 +1423,11 @@ static void send_job_free(send_job *j)
 
 static int item_cmp_id(const void *a, const void *b)
 {
-    return strcmp(((const item *)a)->id, ((const item *)b)->id);
+    return strcmp(((const notify_item *)a)->id, ((const notify_item *)b)->id);
 }
 
 /* One set statement over a subset of items (nothing to do when empty). */
-static int items_exec(store *db, const char *sql, const item *its, size_t n, int64_t at, const int64_t *arg3)
+static int items_exec(store *db, const char *sql, const notify_item *its, size_t n, int64_t at, const int64_t *arg3)
 {
     if (n == 0) return STORE_OK;
     char *ids = ids_json(its, n);
@@ -1576,7 +1438,7 @@ static int items_exec(store *db, const char *sql, const item *its, size_t n, int
 }
 
 /* A send read by ASYNC_READ: what its payload says and where it goes. */
-static bool send_job_fill(notify_engine *e, store_stmt *st, const item *it, int64_t now, send_job *j)
+static bool send_job_fill(notify_engine *e, store_stmt *st, const notify_item *it, int64_t now, send_job *j)
 {
     memset(j, 0, sizeof *j);
     j->it = *it;
@@ -1602,7 +1464,7 @@ static bool send_job_fill(notify_engine *e, store_stmt *st, const item *it, int6
 typedef struct send_plan {
     notify_engine *e;
     int64_t now;
-    item *missed, *unavailable, *no_email, *cands, *cancel, *hold;
+    notify_item *missed, *unavailable, *no_email, *cands, *cancel, *hold;
     size_t nmissed, nunavailable, nno_email, ncands, ncancel, nhold;
     char *fate; /* SEND_* per candidate (sorted by id) */
     send_job *jobs;
@@ -1623,7 +1485,7 @@ static void plan_free(send_plan *p)
 }
 
 /* Sorts the items by what needs no database. */
-static bool plan_sort(send_plan *p, const item *its, size_t n)
+static bool plan_sort(send_plan *p, const notify_item *its, size_t n)
 {
     notify_engine *e = p->e;
     p->missed = malloc(n * sizeof *p->missed);
@@ -1648,9 +1510,9 @@ static bool plan_sort(send_plan *p, const item *its, size_t n)
 
 static void plan_read_row(send_plan *p, store_stmt *st)
 {
-    item key;
+    notify_item key;
     snprintf(key.id, sizeof key.id, "%s", store_col_text(st, 6));
-    item *it = bsearch(&key, p->cands, p->ncands, sizeof key, item_cmp_id);
+    notify_item *it = bsearch(&key, p->cands, p->ncands, sizeof key, item_cmp_id);
     if (!it || p->fate[it - p->cands] != SEND_UNSEEN) return;
     char *fate = &p->fate[it - p->cands];
     if (!store_col_int64(st, 7)) *fate = SEND_GONE;
@@ -1719,7 +1581,7 @@ static bool plan_writes(const send_plan *p)
 /* Works the batch out into jobs (*k of them), writing what it must in
  * one transaction -- for an on-time batch, nothing. On failure no job is
  * left: the rows stay pending and are retried after their hold. */
-static void send_prepare(notify_engine *e, store *db, store *ro, const item *its, size_t n, send_job *jobs,
+static void send_prepare(notify_engine *e, store *db, store *ro, const notify_item *its, size_t n, send_job *jobs,
                          size_t *k)
 {
     send_plan p = {.e = e, .now = base_now_ms(), .jobs = jobs};
@@ -1756,7 +1618,7 @@ static bool send_dispatch(notify_engine *e, send_job *j)
     sc->fired_ms = j->fired_ms;
     pthread_mutex_lock(&e->mu);
     e->in_flight++;
-    e->flights[flight_slot(e, j->it.id)].hold_ms = j->it.hold_ms;
+    notify_flights_slot(&e->flights, j->it.id)->hold_ms = j->it.hold_ms;
     pthread_mutex_unlock(&e->mu);
     int sent;
     if (j->webhook) {
@@ -1782,12 +1644,12 @@ static bool send_dispatch(notify_engine *e, send_job *j)
 /* Marks the batch's rows as being sent by this node, dropping (in place)
  * the items whose row a send of this node already has. Returns how many
  * are left. */
-static size_t flights_begin(notify_engine *e, item *its, size_t n)
+static size_t flights_begin(notify_engine *e, notify_item *its, size_t n)
 {
     size_t k = 0;
     pthread_mutex_lock(&e->mu);
     for (size_t i = 0; i < n; i++)
-        if (flight_take(e, its[i].id, its[i].hold_ms)) its[k++] = its[i];
+        if (notify_flights_take(&e->flights, its[i].id, its[i].hold_ms)) its[k++] = its[i];
     pthread_mutex_unlock(&e->mu);
     return k;
 }
@@ -1798,7 +1660,7 @@ static size_t flights_begin(notify_engine *e, item *its, size_t n)
  * stays this node's send until its answer is recorded (apply_results);
  * any other stops being one here (left pending, it is retried after its
  * hold). */
-static void deliver_async_batch(notify_engine *e, store *db, store *ro, item *its, size_t n)
+static void deliver_async_batch(notify_engine *e, store *db, store *ro, notify_item *its, size_t n)
 {
     n = flights_begin(e, its, n);
     if (n == 0) return;
@@ -1807,7 +1669,7 @@ static void deliver_async_batch(notify_engine *e, store *db, store *ro, item *it
     if (jobs) send_prepare(e, db, ro, its, n, jobs, &k);
     for (size_t i = 0; i < k; i++)
         if (!send_dispatch(e, &jobs[i])) {
-            item it = jobs[i].it; /* keep the item only, at the front */
+            notify_item it = jobs[i].it; /* keep the item only, at the front */
             send_job_free(&jobs[i]);
             jobs[i] = jobs[refused];
             jobs[refused++] = (send_job){.it = it};
@@ -1824,7 +1686,7 @@ static void deliver_async_batch(notify_engine *e, store *db, store *ro, item *it
     pthread_mutex_lock(&e->mu);
     for (size_t i = 0; i < n; i++)
         if (k == refused || !bsearch(&its[i], jobs + refused, k - refused, sizeof *jobs, item_cmp_id))
-            flight_drop(e, its[i].id);
+            notify_flights_drop(&e->flights, its[i].id);
     pthread_mutex_unlock(&e->mu);
     for (size_t i = 0; i < k; i++) send_job_free(&jobs[i]);
     free(jobs);
@@ -1839,7 +1701,7 @@ static int result_cmp_fired(const void *a, const void *b)
 /* The successes sent at one time, as one ASYNC_DONE. */
 static int done_group(notify_engine *e, store *db, result **ok, size_t n, int64_t now)
 {
-    item *its = malloc(n * sizeof *its);
+    notify_item *its = malloc(n * sizeof *its);
     if (!its) return STORE_ERROR;
     for (size_t i = 0; i < n; i++) snprintf(its[i].id, sizeof its->id, "%s", ok[i]->id);
     char *ids = ids_json(its, n);
@@ -1895,7 +1757,7 @@ static void apply_results(notify_engine *e, store *db, result *res)
     }
     store_gate_unlock(&e->gate);
     pthread_mutex_lock(&e->mu);
-    for (result *r = res; r; r = r->next) flight_drop(e, r->id);
+    for (result *r = res; r; r = r->next) notify_flights_drop(&e->flights, r->id);
     pthread_mutex_unlock(&e->mu);
     while (res) {
         result *next = res->next;
@@ -1904,49 +1766,13 @@ static void apply_results(notify_engine *e, store *db, result *res)
     }
 }
 
-/* Under e->mu: webhook and email items still waiting in the heap below
- * index i whose hold ends within the margin get it pushed to held_to (in
- * memory), and are added to out (at most NOTIFY_BEHIND_BATCH of them).
- * In-app items are left to lapse: a second delivery of one finds it done
- * and writes nothing, so pushing its hold would cost as much as the
- * takeover it saves -- and after a restart, under SQLite's one writer,
- * those writes slowed the backlog's drain. Every item's hold
- * is at least its due time plus NOTIFY_HOLD_MS (claims and polls set it
- * so), so only items due before now + margin - NOTIFY_HOLD_MS can be
- * among them, and the heap's order cuts the walk there. */
-static void heap_holds_near(item_buf *h, size_t i, int64_t now, int64_t held_to, item_buf *out)
-{
-    if (i >= h->n || out->n >= NOTIFY_BEHIND_BATCH ||
-        h->v[i].due_ms >= now + NOTIFY_EXTEND_MARGIN_MS - NOTIFY_HOLD_MS)
-        return;
-    if (h->v[i].channel != NOTIFY_CHAN_INAPP && h->v[i].hold_ms < now + NOTIFY_EXTEND_MARGIN_MS) {
-        if (!buf_add(out, &h->v[i])) return;
-        h->v[i].hold_ms = held_to;
-    }
-    heap_holds_near(h, 2 * i + 1, now, held_to, out);
-    heap_holds_near(h, 2 * i + 2, now, held_to, out);
-}
-
 /* Under e->mu: may extend_holds have work -- sends out, or heap items
  * whose hold nears its end? (The heap's first item is the one due first.) */
 static bool holds_to_watch(const notify_engine *e, int64_t now)
 {
-    return e->nflights > 0 ||
-           (e->heap.n > 0 && e->heap.v[0].due_ms < now + NOTIFY_EXTEND_MARGIN_MS - NOTIFY_HOLD_MS);
-}
-
-/* Under e->mu: the sends still out whose hold nears its end (a slow
- * receiver) get it pushed to held_to, and are added to out. */
-static void flight_holds_near(notify_engine *e, int64_t now, int64_t held_to, item_buf *out)
-{
-    for (size_t i = 0; i <= e->flights_mask; i++) {
-        flight *f = &e->flights[i];
-        if (!f->id[0] || f->hold_ms >= now + NOTIFY_EXTEND_MARGIN_MS) continue;
-        item it = {.hold_ms = held_to};
-        snprintf(it.id, sizeof it.id, "%s", f->id);
-        if (!buf_add(out, &it)) return;
-        f->hold_ms = held_to;
-    }
+    const notify_item *top = notify_heap_peek(&e->heap);
+    return notify_flights_count(&e->flights) > 0 ||
+           (top && top->due_ms < now + NOTIFY_EXTEND_MARGIN_MS - NOTIFY_HOLD_MS);
 }
 
 /* Pushes back the holds that near their end of this node's rows, so no
@@ -1956,11 +1782,12 @@ static void flight_holds_near(notify_engine *e, int64_t now, int64_t held_to, it
  * node already behind, and on another node a second send). */
 static void extend_holds(notify_engine *e, store *db, int64_t now)
 {
-    item_buf sends = {0}, waiting = {0};
+    notify_item_buf sends = {0}, waiting = {0};
     int64_t send_to = now + NOTIFY_SEND_HOLD_MS, wait_to = now + NOTIFY_BEHIND_HOLD_MS;
     pthread_mutex_lock(&e->mu);
-    flight_holds_near(e, now, send_to, &sends);
-    heap_holds_near(&e->heap, 0, now, wait_to, &waiting);
+    notify_flights_holds_near(&e->flights, now + NOTIFY_EXTEND_MARGIN_MS, send_to, &sends);
+    notify_heap_holds_near(&e->heap, now + NOTIFY_EXTEND_MARGIN_MS - NOTIFY_HOLD_MS, now + NOTIFY_EXTEND_MARGIN_MS,
+                           wait_to, NOTIFY_BEHIND_BATCH, &waiting);
     pthread_mutex_unlock(&e->mu);
     if (sends.n + waiting.n > 0) {
         bool pg = store_backend_of(db) == STORE_PG;
@@ -2001,9 +1828,10 @@ static result *take_results(notify_engine *e, int64_t now)
  * (on SQLite the write lock already gathers them). */
 static int64_t linger_until(notify_engine *e, int64_t now)
 {
-    if (store_gate_serializes(&e->gate) || e->heap.n == 0 || e->heap.v[0].due_ms > now) return 0;
-    int64_t until = e->heap.v[0].due_ms + NOTIFY_LINGER_MS;
-    if (now >= until || heap_due_from(&e->heap, 0, now, NOTIFY_LINGER_BATCH) >= NOTIFY_LINGER_BATCH) return 0;
+    const notify_item *top = notify_heap_peek(&e->heap);
+    if (store_gate_serializes(&e->gate) || !top || top->due_ms > now) return 0;
+    int64_t until = top->due_ms + NOTIFY_LINGER_MS;
+    if (now >= until || notify_heap_due_count(&e->heap, now, NOTIFY_LINGER_BATCH) >= NOTIFY_LINGER_BATCH) return 0;
     return until;
 }
 
@@ -2011,7 +1839,7 @@ static int64_t linger_until(notify_engine *e, int64_t now)
  * while the channels have room (the rest wait in the heap: a send the
  * channel refuses would be a failed attempt). Returns how many; *async
  * counts the channel ones, *full says the channels stopped it. */
-static size_t take_due(notify_engine *e, item *batch, int64_t now, int *async, bool *full)
+static size_t take_due(notify_engine *e, notify_item *batch, int64_t now, int *async, bool *full)
 {
     size_t n = 0;
     *async = 0;
@@ -2019,15 +1847,17 @@ static size_t take_due(notify_engine *e, item *batch, int64_t now, int *async, b
     /* Once full, nothing until a batch's worth is free (see send_done). */
     int room = e->send_cap - e->in_flight - e->sending;
     if (e->send_waiting && room < e->send_room) room = 0;
-    while (n < NOTIFY_DELIVER_BATCH && e->heap.n > 0 && e->heap.v[0].due_ms <= now) {
-        if (e->heap.v[0].channel != NOTIFY_CHAN_INAPP) {
+    while (n < NOTIFY_DELIVER_BATCH) {
+        const notify_item *top = notify_heap_peek(&e->heap);
+        if (!top || top->due_ms > now) break;
+        if (top->channel != NOTIFY_CHAN_INAPP) {
             if (*async >= room) {
                 *full = e->send_waiting = true;
                 break;
             }
             ++*async;
         }
-        batch[n++] = heap_pop(e);
+        batch[n++] = notify_heap_pop(&e->heap);
     }
     e->sending += *async;
     return n;
@@ -2035,12 +1865,12 @@ static size_t take_due(notify_engine *e, item *batch, int64_t now, int *async, b
 
 /* Outside e->mu: in-app items at the front, the channels' behind; each
  * kind goes as one batch. */
-static void deliver_batch(notify_engine *e, store *db, store *ro, item *batch, size_t n)
+static void deliver_batch(notify_engine *e, store *db, store *ro, notify_item *batch, size_t n)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (batch[i].channel == NOTIFY_CHAN_INAPP) {
-            item t = batch[k];
+            notify_item t = batch[k];
             batch[k++] = batch[i];
             batch[i] = t;
         }
@@ -2069,7 +1899,7 @@ static void *worker_main(void *p)
     store *db = thread_db(e, "delivery worker");
     if (!db) return NULL;
     store *ro = reader_open(e, db);
-    item *batch = malloc(NOTIFY_DELIVER_BATCH * sizeof *batch);
+    notify_item *batch = malloc(NOTIFY_DELIVER_BATCH * sizeof *batch);
     if (!batch || !ro) {
         free(batch);
         if (ro && ro != db) store_close(ro);
@@ -2097,7 +1927,8 @@ static void *worker_main(void *p)
         bool full = false;
         size_t n = linger ? 0 : take_due(e, batch, now, &async, &full);
         if (!res && n == 0) {
-            int64_t wake = linger ? linger : e->heap.n > 0 && !full ? e->heap.v[0].due_ms : now + 1000;
+            const notify_item *top = notify_heap_peek(&e->heap);
+            int64_t wake = linger ? linger : top && !full ? top->due_ms : now + 1000;
             if (e->results && e->results_since + NOTIFY_RESULT_WAIT_MS < wake)
                 wake = e->results_since + NOTIFY_RESULT_WAIT_MS;
             if (holds_to_watch(e, now) && e->next_extend_ms < wake) wake = e->next_extend_ms;
@@ -2182,10 +2013,8 @@ int notify_engine_start(notify_engine *e)
     e->send_room = e->send_cap / 4 < 1 ? 1 : e->send_cap / 4 > 256 ? 256 : e->send_cap / 4;
     /* Sends being made: at most the channels' capacity (without channels,
      * the batches the workers hold), each until its answer is recorded. */
-    size_t slots = 16, bound = (size_t)(e->o.channels ? e->send_cap : NOTIFY_DELIVER_BATCH * e->o.workers);
-    while (slots < 4 * bound) slots *= 2;
-    if (!(e->flights = calloc(slots, sizeof *e->flights))) return -1;
-    e->flights_mask = slots - 1;
+    size_t bound = (size_t)(e->o.channels ? e->send_cap : NOTIFY_DELIVER_BATCH * e->o.workers);
+    if (!notify_flights_init(&e->flights, bound)) return -1;
     if (store_gate_serializes(&e->gate)) {
         if (!(e->shared = engine_db_open(e, "engine"))) return -1;
         if (store_exec(e->shared, "PRAGMA wal_autocheckpoint = 0") != STORE_OK ||
@@ -2247,8 +2076,8 @@ void notify_engine_free(notify_engine *e)
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     pthread_cond_destroy(&e->idle);
-    free(e->heap.v);
-    free(e->flights);
+    notify_heap_free(&e->heap);
+    notify_flights_free(&e->flights);
     free(e->groups);
     free(e->workers);
     free(e);
