@@ -8,21 +8,26 @@
  *     the writer's own transaction); the request then recomputes the rows
  *     (notify_sync_dirty) and the scanner drains any mark left behind, so a
  *     crash between the two loses nothing.
- *  2. Claims (notify_engine.c, the scanner). Rows are split into shards by the
- *     organizer's user id; shards into lease groups; each node holds some
- *     groups' leases and scans only their shards. A claim -- the delivery
- *     rows (outbox) plus the advance of next fire time to the following
- *     instance -- is one transaction fenced by the group lease's epoch.
- *  3. Delivery (notify_engine.c, the workers). Claimed rows wait in an in-memory timer
- *     heap and are delivered at their due time by worker threads; rows a
- *     node claimed but never finished (crash, failure) are re-claimed from
- *     the outbox once their next_attempt_ms passes. Retries back off
- *     exponentially with jitter; after max_attempts a row is dead.
+ *  2. Claims (the scanner: notify_scan.c, notify_claim.c). Rows are split
+ *     into shards by the organizer's user id; shards into lease groups;
+ *     each node holds some groups' leases and scans only their shards. A
+ *     claim -- the delivery rows (outbox) plus the advance of next fire
+ *     time to the following instance -- is one transaction fenced by the
+ *     group lease's epoch.
+ *  3. Delivery (the workers: notify_engine.c, notify_inapp.c,
+ *     notify_send.c). Claimed rows wait in an in-memory timer heap
+ *     (notify_queue.c) and are delivered at their due time by worker
+ *     threads; rows a node claimed but never finished (crash, failure) are
+ *     re-claimed from the outbox once their next_attempt_ms passes.
+ *     Retries back off exponentially with jitter; after max_attempts a row
+ *     is dead.
  *
  * Delivery is at least once; every delivery row has a stable id derived
  * from (event, recipient, method, minutes_before, occurrence, channel,
- * endpoint), so a redo inserts nothing new, and the in-app inbox is unique
- * on it. */
+ * endpoint), so a redo inserts nothing new, and the in-app inbox never
+ * shows one twice (SQLite: a unique index on it; PostgreSQL: an inbox row
+ * is written only with the outbox row's change from pending, see
+ * notify_inapp.c). */
 #ifndef CHIME_NOTIFY_H
 #define CHIME_NOTIFY_H
 

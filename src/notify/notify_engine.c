@@ -1,4 +1,5 @@
-/* notify_engine.c -- one node's scanner and delivery workers.
+/* notify_engine.c -- one node's reminder engine: its lifecycle (new,
+ * start, free), its delivery worker threads, and its connections.
  *
  * The scanner thread renews and rebalances the group leases, drains dirty
  * marks, re-claims outbox rows whose next attempt is due, and claims what
@@ -8,7 +9,8 @@
  * write in-app ones to the inbox in batches and hand webhook and email
  * ones to the channels, whose answers come back through a result list.
  * On PostgreSQL each thread has its own connection; on SQLite they share
- * one under write_mu, and a checkpointer thread keeps the WAL short.
+ * one through a store_gate, and a store_checkpoint thread keeps the WAL
+ * short.
  *
  * A claimed delivery row carries next_attempt_ms = due + NOTIFY_HOLD_MS
  * (claimed late: now + NOTIFY_HOLD_MS):
@@ -16,1184 +18,52 @@
  * Every state change of a delivery row is guarded by state = 'pending', so
  * a row delivered twice (a takeover racing a slow node) is recorded once,
  * and the inbox gets a row only with that change (on SQLite also under a
- * unique delivery id), so the user never sees it twice. */
-#include "notify/notify.h"
+ * unique delivery id), so the user never sees it twice.
+ *
+ * The files, by the stage they serve:
+ *   notify_int.h      the engine struct, constants, what the files share
+ *   notify_queue.c    the timer heap and the table of sends in flight
+ *   notify_scan.c     the scanner thread: leases, outbox takeover
+ *   notify_claim.c    claiming due reminder rows (both backends' SQL)
+ *   notify_engine.c   this: lifecycle, workers, connections
+ *   notify_inapp.c    in-app delivery to the inbox
+ *   notify_send.c     webhook and email sends, their answers, the holds
+ *   notify_payload.c  the webhook body and the email text
+ * and in store/: store_gate.c (the SQLite write lock), store_checkpoint.c
+ * (the WAL checkpointer). */
+#include "notify/notify_int.h"
 
-#include <errno.h>
-#include <jansson.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/base.h"
-#include "time/rfc3339.h"
-#include "cluster/lease.h"
-#include "cluster/nodes.h"
 #include "deliver/channels.h"
 
-#define NOTIFY_GROUP_PREFIX "reminders/g" /* + the group's number: its lease's name */
-#define NOTIFY_HOLD_MS 3000      /* a claim is private to its node this long past due */
-#define NOTIFY_SEND_HOLD_MS 60000 /* an in-flight webhook/email send, likewise */
-#define NOTIFY_CLAIM_BATCH 500   /* reminder rows per claim transaction */
-#define NOTIFY_DELIVER_BATCH 512 /* in-app deliveries per transaction */
-#define NOTIFY_LINGER_MS 10       /* PostgreSQL: a due item waits this long for others... */
-#define NOTIFY_LINGER_BATCH 128   /* ... unless this many are due (see linger_until) */
-#define NOTIFY_POLL_BATCH 1000   /* outbox rows re-claimed per poll transaction */
-#define NOTIFY_HEAP_MAX 400000   /* claims held in memory; beyond, the scanner waits */
-/* Channel answers are recorded in batches: an answer has no deadline (its
- * row is held for NOTIFY_SEND_HOLD_MS), and a transaction per answer -- a
- * worker woken per answer -- was what capped webhooks. */
-#define NOTIFY_RESULT_BATCH 512  /* answers recorded at once */
-#define NOTIFY_RESULT_WAIT_MS 20 /* ... or when the oldest has waited this long */
+/* ---- the heap, under mu ------------------------------------------------- */
 
-/* A delivery's channel as an item carries it (rows name it in text). */
-typedef enum notify_chan { NOTIFY_CHAN_INAPP, NOTIFY_CHAN_WEBHOOK, NOTIFY_CHAN_EMAIL } notify_chan;
-
-typedef struct item {
-    int64_t due_ms;   /* when to deliver (the heap's key); a backlog goes oldest first */
-    int64_t hold_ms;  /* its row's next_attempt_ms as this node set it: private until then */
-    char id[NOTIFY_ID_LEN + 1];
-    notify_chan channel;
-} item;
-
-/* Anything but in-app and webhook is taken as email, as the send path
- * did before items carried an enum (the schema allows only the three). */
-static notify_chan chan_of(const char *name)
-{
-    return strcmp(name, "inapp") == 0     ? NOTIFY_CHAN_INAPP
-           : strcmp(name, "webhook") == 0 ? NOTIFY_CHAN_WEBHOOK
-                                          : NOTIFY_CHAN_EMAIL;
-}
-
-typedef struct item_buf {
-    item *v;
-    size_t n, cap;
-} item_buf;
-
-/* A channel's answer, and what the attempt's row records: when the send
- * went out and whether it was late (as its payload said). */
-typedef struct result {
-    struct result *next;
-    char id[NOTIFY_ID_LEN + 1];
-    bool ok, late;
-    int64_t fired_ms;
-    char error[200];
-} result;
-
-typedef struct send_ctx {
-    notify_engine *e;
-    char id[NOTIFY_ID_LEN + 1];
-    bool late;
-    int64_t fired_ms;
-} send_ctx;
-
-/* A webhook or email send this node is making: from the moment a worker
- * takes its item until the channel's answer. A second copy of the same
- * row (an outbox poll took it again while it waited) finds it here and is
- * not sent twice. hold_ms is the row's next_attempt_ms: sends still out
- * near it get it pushed back (extend_holds), so no other node's poll
- * takes a row that is being sent. An open-addressing table (linear
- * probing) sized at twice the channels' capacity, under mu. */
-typedef struct flight {
-    char id[NOTIFY_ID_LEN + 1]; /* "" when free */
-    int64_t hold_ms;
-} flight;
-
-typedef struct group {
-    lease_hold hold;
-    uint64_t tenure;
-    bool held; /* as the scanner last saw it */
-} group;
-
-struct notify_engine {
-    notify_opts o;
-    char owner[LEASE_OWNER_MAX + 1];
-    group *groups;
-    int per_group;
-    /* The scanner's: everything due up to here in the groups it held then
-     * is claimed (INT64_MIN: not known yet). See claim_all. */
-    int64_t claimed_to;
-    pthread_t scanner;
-    pthread_t checkpointer;
-    bool checkpointer_started;
-    pthread_t *workers;
-    int nworkers_started;
-    bool scanner_started;
-    bool has_webhooks;
-    /* SQLite has one writer at a time; a writer that finds the lock taken
-     * sleeps in SQLite's busy handler (up to 100 ms a nap), which is what
-     * lateness is made of. Our threads queue on this lock instead and
-     * wake the moment the previous transaction ends. (Who goes next is
-     * steered by the scanner, see scanner_yield: a mutex handed over in
-     * strict turns cost a thread wakeup per transaction and halved the
-     * throughput.) */
-    bool serialize_writes;
-    pthread_mutex_t write_mu;
-    /* The checkpointer's turn (write_lock_first): while it waits for
-     * write_mu, other writers wait at this gate, so it gets the lock
-     * after the transaction in progress rather than after a queue. */
-    atomic_bool gate_shut;
-    pthread_mutex_t gate_mu;
-    pthread_cond_t gate_cv;
-    /* SQLite: the one connection all the engine's threads use, under
-     * write_mu. Separate connections would each find their page cache
-     * stale after every commit of another and re-read the pages. */
-    store *shared;
-    pthread_mutex_t mu; /* guards everything below */
-    pthread_cond_t cv;  /* workers: heap or results changed, or stopping */
-    pthread_cond_t idle;/* free: no send in flight */
-    bool stopping;
-    item_buf heap;      /* a binary min-heap on due_ms */
-    result *results;    /* channel answers not yet recorded (take_results) */
-    int nresults;
-    int64_t results_since; /* when the oldest of them came */
-    bool send_waiting;  /* a worker waits for room in the channels */
-    int in_flight;      /* channel sends whose done has not come */
-    int sending;        /* webhook/email items taken from the heap, not yet handed on */
-    int send_cap;       /* in_flight + sending stays below: the channels' capacity */
-    int send_room;      /* ... and a waiting worker is woken when this much is free */
-    flight *flights;    /* sends being made (see flight) */
-    size_t flights_mask;/* table size - 1 (a power of two) */
-    size_t nflights;
-    int64_t next_extend_ms; /* when a worker next looks for holds to push back */
-    int groups_held;
-};
-
-/* The engine whose write_mu this thread holds, if any: a fact about the
- * thread, so thread-local. The shared connection's guard reads it. */
-static __thread const notify_engine *write_held;
-
-static bool write_is_held(void *ctx)
-{
-    return write_held == ctx;
-}
-
-static void write_lock(notify_engine *e)
-{
-    if (!e->serialize_writes) return;
-    if (atomic_load(&e->gate_shut)) {
-        pthread_mutex_lock(&e->gate_mu);
-        while (atomic_load(&e->gate_shut)) pthread_cond_wait(&e->gate_cv, &e->gate_mu);
-        pthread_mutex_unlock(&e->gate_mu);
-    }
-    pthread_mutex_lock(&e->write_mu);
-    write_held = e;
-}
-
-static void write_unlock(notify_engine *e)
-{
-    if (!e->serialize_writes) return;
-    write_held = NULL;
-    pthread_mutex_unlock(&e->write_mu);
-}
-
-/* write_lock ahead of the writers queued for it (SQLite only). */
-static void write_lock_first(notify_engine *e)
-{
-    atomic_store(&e->gate_shut, true);
-    pthread_mutex_lock(&e->write_mu);
-    write_held = e;
-}
-
-static void write_unlock_first(notify_engine *e)
-{
-    write_held = NULL;
-    pthread_mutex_lock(&e->gate_mu);
-    atomic_store(&e->gate_shut, false);
-    pthread_cond_broadcast(&e->gate_cv);
-    pthread_mutex_unlock(&e->gate_mu);
-    pthread_mutex_unlock(&e->write_mu);
-}
-
-/* ---- the timer heap (mu held) ------------------------------------------- */
-
-/* Appends to a growing array of items (the heap's storage, and batches). */
-static bool buf_add(item_buf *b, const item *it)
-{
-    if (b->n == b->cap) {
-        item *grown = base_grow(b->v, sizeof *grown, &b->cap);
-        if (!grown) return false;
-        b->v = grown;
-    }
-    b->v[b->n++] = *it;
-    return true;
-}
-
-static void heap_swap(item *h, size_t a, size_t b)
-{
-    item t = h[a];
-    h[a] = h[b];
-    h[b] = t;
-}
-
-static bool heap_push(notify_engine *e, const item *it)
-{
-    if (!buf_add(&e->heap, it)) return false;
-    size_t i = e->heap.n - 1;
-    while (i > 0 && e->heap.v[(i - 1) / 2].due_ms > e->heap.v[i].due_ms) {
-        heap_swap(e->heap.v, i, (i - 1) / 2);
-        i = (i - 1) / 2;
-    }
-    return true;
-}
-
-static item heap_pop(notify_engine *e)
-{
-    item top = e->heap.v[0];
-    e->heap.v[0] = e->heap.v[--e->heap.n];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < e->heap.n && e->heap.v[l].due_ms < e->heap.v[m].due_ms) m = l;
-        if (r < e->heap.n && e->heap.v[r].due_ms < e->heap.v[m].due_ms) m = r;
-        if (m == i) break;
-        heap_swap(e->heap.v, i, m);
-        i = m;
-    }
-    return top;
-}
-
-/* How many items of the heap below index i are due by now, counting to
- * cap at most: a walk that leaves a subtree at its first item not due. */
-static size_t heap_due_from(const item_buf *h, size_t i, int64_t now, size_t cap)
-{
-    if (i >= h->n || cap == 0 || h->v[i].due_ms > now) return 0;
-    size_t n = 1;
-    n += heap_due_from(h, 2 * i + 1, now, cap - n);
-    n += heap_due_from(h, 2 * i + 2, now, cap - n);
-    return n;
-}
-
-static void enqueue(notify_engine *e, const item *items, size_t n)
+void notify_enqueue(notify_engine *e, const notify_item *items, size_t n)
 {
     if (n == 0) return;
     pthread_mutex_lock(&e->mu);
     for (size_t i = 0; i < n; i++)
-        if (!heap_push(e, &items[i])) break; /* the outbox keeps it; a poll finds it */
+        if (!notify_heap_push(&e->heap, &items[i])) break; /* the outbox keeps it; a poll finds it */
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
 }
 
-/* ---- sends being made (mu held) ------------------------------------------ */
-
-static size_t flight_home(const notify_engine *e, const char *id)
-{
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (const char *p = id; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return (size_t)h & e->flights_mask;
-}
-
-/* The slot of id, or of the free slot where it would go. */
-static size_t flight_slot(const notify_engine *e, const char *id)
-{
-    size_t i = flight_home(e, id);
-    while (e->flights[i].id[0] && strcmp(e->flights[i].id, id) != 0) i = (i + 1) & e->flights_mask;
-    return i;
-}
-
-/* Takes id for this node's send; false when a send of it is already being
- * made -- or, should answers pile up unrecorded until the table is three
- * quarters full (it has room for four times the channels' capacity), when
- * there is no room: the row then stays pending and is retried after its
- * hold, rather than probing a full table forever. */
-static bool flight_take(notify_engine *e, const char *id, int64_t hold_ms)
-{
-    if (e->nflights * 4 >= (e->flights_mask + 1) * 3) return false;
-    flight *f = &e->flights[flight_slot(e, id)];
-    if (f->id[0]) return false;
-    snprintf(f->id, sizeof f->id, "%s", id);
-    f->hold_ms = hold_ms;
-    e->nflights++;
-    return true;
-}
-
-/* Frees id's slot, moving back the entries after it that probed past it
- * (deletion without tombstones). */
-static void flight_drop(notify_engine *e, const char *id)
-{
-    size_t i = flight_slot(e, id);
-    if (!e->flights[i].id[0]) return;
-    e->nflights--;
-    for (size_t j = (i + 1) & e->flights_mask; e->flights[j].id[0]; j = (j + 1) & e->flights_mask) {
-        size_t home = flight_home(e, e->flights[j].id);
-        /* j's entry may move to i if its home is not in (i, j] (cyclically). */
-        bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-        if (!stays) {
-            e->flights[i] = e->flights[j];
-            i = j;
-        }
-    }
-    e->flights[i].id[0] = '\0';
-}
-
-/* ---- claiming ----------------------------------------------------------- */
-
-typedef struct due_row {
-    int64_t id, event_id, user_id, next_fire, occurrence;
-    int minutes;
-    bool single;
-    char method[8];
-    char *summary;
-} due_row;
-
-/* The reminder's following fire time after `fired` (the periodic case). */
-static int advance_of(notify_engine *e, store *db, const due_row *r, bool *has, int64_t *fire, int64_t *orig,
-                      int64_t *start)
-{
-    *has = false;
-    if (r->single) return STORE_OK;
-    cal_event ev;
-    int64_t owner;
-    int rc = cal_event_load_any(db, r->event_id, &ev, &owner);
-    if (rc == CAL_NOT_FOUND) return STORE_OK;
-    if (rc != CAL_OK) return STORE_ERROR;
-    cal_override *ovs = NULL;
-    size_t novs = 0;
-    if (cal_overrides_load(db, r->event_id, &ovs, &novs) != CAL_OK) {
-        cal_event_free(&ev);
-        return STORE_ERROR;
-    }
-    cal_series s;
-    char err[160];
-    if (cal_series_init(&s, &ev, e->o.tz, err, sizeof err) == 0)
-        *has = notify_next_fire(&s, ovs, novs, r->minutes, r->next_fire, fire, orig, start);
-    for (size_t i = 0; i < novs; i++) cal_override_free(&ovs[i]);
-    free(ovs);
-    cal_event_free(&ev);
-    return STORE_OK;
-}
-
-/* What a claim does with a delivery row: holds it for the timer (pending),
- * records it missed (late, skip policy), or -- in-app, already due --
- * delivers it on the spot (done). */
-typedef enum claim_fate { FATE_PENDING, FATE_MISSED, FATE_DONE } claim_fate;
-
-/* A list parameter ($1): a JSON array, the one list both backends can take
- * apart. LIST's elements are arrays read by position (AT); LIST_TEXT's are
- * scalars read as j.value. On PostgreSQL LIST is jsonb: `->>` on a json
- * value parses its text again at every use, fourteen times a delivery row. */
-#define LIST_SQLITE "json_each($1) j"
-#define LIST_PG "jsonb_array_elements(CAST($1 AS jsonb)) j"
-#define LIST_TEXT_PG "json_array_elements_text(CAST($1 AS json)) j"
-#define AT(i) "CAST(j.value ->> " #i " AS BIGINT)"
-#define AT_TEXT(i) "(j.value ->> " #i ")"
-
-/* Advances the claimed reminders: [id, fire, next, occurrence, start] per
- * row; the compare on next_fire_ms leaves a row recomputed meanwhile to
- * the next scan. Returns the ids that moved. */
-#define CLAIM_ADVANCE_PG                                                                                   \
-    "UPDATE reminders SET floor_ms = v.fire, next_fire_ms = v.next, occurrence_ms = v.occ, "               \
-    "start_ms = v.start FROM (SELECT " AT(0) " AS id, " AT(1) " AS fire, " AT(2) " AS next, " AT(3)        \
-    " AS occ, " AT(4) " AS start FROM " LIST_PG ") v "                                                     \
-    "WHERE reminders.id = v.id AND reminders.next_fire_ms = v.fire RETURNING reminders.id"
-#define CLAIM_ENDPOINTS(LIST_TEXT)                                                                         \
-    "SELECT user_id, id FROM webhooks WHERE user_id IN (SELECT CAST(j.value AS BIGINT) FROM " LIST_TEXT    \
-    ") ORDER BY user_id, id"
-/* The delivery rows, one array each (see claim_deliveries); $2 is now.
- * RETURNING names the rows actually inserted. */
-#define CLAIM_DELIVERIES_PG                                                                                \
-    "INSERT INTO deliveries (id, reminder_id, event_id, user_id, channel, endpoint_id, summary, "          \
-    "occurrence_ms, due_ms, late, state, attempts, next_attempt_ms, fired_ms, created_ms, updated_ms) "     \
-    "SELECT " AT_TEXT(0) ", " AT(1) ", " AT(2) ", " AT(3) ", " AT_TEXT(4) ", " AT(5) ", " AT_TEXT(6) ", "   \
-    AT(7) ", " AT(8) ", " AT(9) ", " AT_TEXT(10) ", " AT(11) ", " AT(12) ", " AT(13)                       \
-    ", CAST($2 AS BIGINT), CAST($2 AS BIGINT) FROM " LIST_PG " WHERE true "                                \
-    "ON CONFLICT (id) DO NOTHING RETURNING id, channel, due_ms, state"
-/* The inbox rows of in-app deliveries the claim made done: the rows its
- * INSERT returned, so rows no other transaction can have (see
- * INAPP_DELIVER_PG for why PostgreSQL's inbox has no unique index). */
-#define CLAIM_INBOX(LIST_TEXT, TAIL)                                                                       \
-    "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, due_ms, "      \
-    "fired_ms, late, method, read, created_ms) SELECT user_id, id, event_id, summary, occurrence_ms, "     \
-    "due_ms, fired_ms, late, 'push', 0, fired_ms FROM deliveries WHERE id IN (SELECT j.value FROM "        \
-    LIST_TEXT ") ORDER BY due_ms" TAIL
-#define CLAIM_INBOX_SQLITE CLAIM_INBOX(LIST_SQLITE, " ON CONFLICT (delivery_id) DO NOTHING")
-#define CLAIM_INBOX_PG CLAIM_INBOX(LIST_TEXT_PG, "")
-
-/* SQLite runs the same two writes a row at a time, bound straight from
- * the C structs: in-process a statement costs no round trip, and building
- * and taking apart the JSON cost more than the statements (measured on
- * bench/reminders: the scanner's CPU +30%, 16,700/s -> 10,000/s). */
-#define CLAIM_ADVANCE_ONE                                                                                  \
-    "UPDATE reminders SET floor_ms = $2, next_fire_ms = $3, occurrence_ms = $4, start_ms = $5 "            \
-    "WHERE id = $1 AND next_fire_ms = $2"
-#define CLAIM_DELIVERY_ONE                                                                                 \
-    "INSERT INTO deliveries (id, reminder_id, event_id, user_id, channel, endpoint_id, summary, "          \
-    "occurrence_ms, due_ms, late, state, attempts, next_attempt_ms, fired_ms, created_ms, updated_ms) "     \
-    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15) "                       \
-    "ON CONFLICT (id) DO NOTHING"
-
-#define BACKEND_SQL(db, MACRO, SQLITE_ARG, PG_ARG)                                                         \
-    (store_backend_of(db) == STORE_PG ? MACRO(PG_ARG) : MACRO(SQLITE_ARG))
-
-/* Runs a statement whose $1 is a JSON list (and $2, when given, now),
- * calling row() for each row it returns. */
-typedef int (*row_fn)(void *ctx, store_stmt *st);
-static int list_exec(store *db, const char *sql, json_t *list, const int64_t *now, row_fn row, void *ctx)
-{
-    char *text = json_dumps(list, JSON_COMPACT);
-    if (!text) return STORE_ERROR;
-    store_stmt *st = store_prepare(db, sql);
-    store_bind_str(st, 1, text);
-    if (now) store_bind_int64(st, 2, *now);
-    int rc;
-    while ((rc = store_step(st)) == STORE_ROW)
-        if (row && row(ctx, st) != STORE_OK) {
-            rc = STORE_ERROR;
-            break;
-        }
-    store_reset(st);
-    free(text);
-    return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* A growing list of int64s (or of pairs, two at a time). */
-typedef struct i64_buf {
-    int64_t *v;
-    size_t n, cap;
-} i64_buf;
-
-static int i64_add(i64_buf *b, int64_t x)
-{
-    if (b->n == b->cap) {
-        int64_t *v = base_grow(b->v, sizeof *v, &b->cap);
-        if (!v) return STORE_ERROR;
-        b->v = v;
-    }
-    b->v[b->n++] = x;
-    return STORE_OK;
-}
-
-static int i64_row0(void *ctx, store_stmt *st)
-{
-    return i64_add(ctx, store_col_int64(st, 0));
-}
-
-static int i64_row01(void *ctx, store_stmt *st)
-{
-    int rc = i64_add(ctx, store_col_int64(st, 0));
-    return rc == STORE_OK ? i64_add(ctx, store_col_int64(st, 1)) : rc;
-}
-
-static json_t *json_opt(bool has, int64_t v)
-{
-    return has ? json_integer(v) : json_null();
-}
-
-/* A reminder's advance: from fire to next (none when !has). */
-typedef struct claim_adv {
-    int64_t id, fire, next, occ, start;
-    bool has;
-} claim_adv;
-
-static int advance_pg(store *db, const claim_adv *a, int n, bool *won)
-{
-    json_t *list = json_array();
-    int rc = list ? STORE_OK : STORE_ERROR;
-    for (int i = 0; i < n && rc == STORE_OK; i++)
-        if (json_array_append_new(list, json_pack("[I,I,o,o,o]", (json_int_t)a[i].id, (json_int_t)a[i].fire,
-                                                  json_opt(a[i].has, a[i].next), json_opt(a[i].has, a[i].occ),
-                                                  json_opt(a[i].has, a[i].start))))
-            rc = STORE_ERROR;
-    i64_buf moved = {0};
-    if (rc == STORE_OK) rc = list_exec(db, CLAIM_ADVANCE_PG, list, NULL, i64_row0, &moved);
-    json_decref(list);
-    if (moved.n) qsort(moved.v, moved.n, sizeof *moved.v, cmp_i64);
-    for (int i = 0; i < n; i++)
-        won[i] = rc == STORE_OK && moved.n && bsearch(&a[i].id, moved.v, moved.n, sizeof *moved.v, cmp_i64);
-    free(moved.v);
-    return rc;
-}
-
-static int advance_sqlite(store *db, const claim_adv *a, int n, bool *won)
-{
-    for (int i = 0; i < n; i++) {
-        store_stmt *st = store_prepare(db, CLAIM_ADVANCE_ONE);
-        store_bind_int64(st, 1, a[i].id);
-        store_bind_int64(st, 2, a[i].fire);
-        notify_bind_next(st, 3, a[i].has, a[i].next, a[i].occ, a[i].start);
-        int rc = store_step(st);
-        won[i] = rc == STORE_DONE && store_changes(st) == 1;
-        store_reset(st);
-        if (rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
-    }
-    return STORE_OK;
-}
-
-/* Advances every row; sets won[i] for the rows that moved (the others
- * were recomputed meanwhile: the next scan sees their new time). */
-static int claim_advance(notify_engine *e, store *db, const due_row *rows, int n, bool *won)
-{
-    claim_adv *a = malloc((size_t)n * sizeof *a);
-    int rc = a ? STORE_OK : STORE_ERROR;
-    for (int i = 0; i < n && rc == STORE_OK; i++) {
-        a[i] = (claim_adv){.id = rows[i].id, .fire = rows[i].next_fire};
-        rc = advance_of(e, db, &rows[i], &a[i].has, &a[i].next, &a[i].occ, &a[i].start);
-    }
-    if (rc == STORE_OK)
-        rc = store_backend_of(db) == STORE_PG ? advance_pg(db, a, n, won) : advance_sqlite(db, a, n, won);
-    free(a);
-    return rc;
-}
-
-/* The webhook endpoints of the won webhook rows' users, as sorted (user,
- * endpoint) pairs. */
-static int claim_endpoints(notify_engine *e, store *db, const due_row *rows, int n, const bool *won, i64_buf *pairs)
-{
-    if (!e->has_webhooks) return STORE_OK;
-    json_t *users = json_array();
-    if (!users) return STORE_ERROR;
-    for (int i = 0; i < n; i++)
-        if (won[i] && strcmp(rows[i].method, "webhook") == 0)
-            json_array_append_new(users, json_integer((json_int_t)rows[i].user_id));
-    int rc = json_array_size(users) == 0 ? STORE_OK
-             : list_exec(db, BACKEND_SQL(db, CLAIM_ENDPOINTS, LIST_SQLITE, LIST_TEXT_PG), users, NULL, i64_row01, pairs);
-    json_decref(users);
-    return rc;
-}
-
-/* A delivery row the claim writes. */
-typedef struct claim_del {
-    char id[NOTIFY_ID_LEN + 1];
-    const due_row *r;
-    const char *channel;
-    int64_t endpoint;
-    claim_fate fate;
-    bool late;
-} claim_del;
-
-typedef struct del_buf {
-    claim_del *v;
-    size_t n, cap;
-} del_buf;
-
-static int claim_delivery_add(del_buf *b, const due_row *r, const char *channel, int64_t endpoint, claim_fate fate,
-                              bool late)
-{
-    if (b->n == b->cap) {
-        claim_del *v = base_grow(b->v, sizeof *v, &b->cap);
-        if (!v) return STORE_ERROR;
-        b->v = v;
-    }
-    claim_del *d = &b->v[b->n++];
-    *d = (claim_del){.r = r, .channel = channel, .endpoint = endpoint, .fate = fate, .late = late};
-    notify_delivery_id(r->event_id, r->user_id, r->method, r->minutes, r->occurrence, channel, endpoint, d->id);
-    return STORE_OK;
-}
-
-static const char *const claim_states[] = {"pending", "missed", "done"};
-
-/* A claimed row's hold: NOTIFY_HOLD_MS past its due time, or past now
- * when it is claimed late (a node behind, a backlog): held from a time
- * already past, it would be free for any poll to take over at once. */
-static int64_t claim_hold(int64_t due_ms, int64_t now)
-{
-    return (due_ms > now ? due_ms : now) + NOTIFY_HOLD_MS;
-}
-
-/* PostgreSQL: the rows as one list, one array each in CLAIM_DELIVERIES_PG'
- * column order. */
-static json_t *claim_deliveries_json(const del_buf *b, int64_t now)
-{
-    json_t *list = json_array();
-    for (size_t i = 0; list && i < b->n; i++) {
-        const claim_del *d = &b->v[i];
-        const due_row *r = d->r;
-        json_t *row = json_pack("[s,I,I,I,s,I,s,I,I,I,s,I,I,o]", d->id, (json_int_t)r->id, (json_int_t)r->event_id,
-                                (json_int_t)r->user_id, d->channel, (json_int_t)d->endpoint, r->summary ? r->summary : "",
-                                (json_int_t)r->occurrence, (json_int_t)r->next_fire, (json_int_t)d->late,
-                                claim_states[d->fate], (json_int_t)(d->fate == FATE_DONE),
-                                (json_int_t)claim_hold(r->next_fire, now), json_opt(d->fate == FATE_DONE, now));
-        if (json_array_append_new(list, row) != 0) {
-            json_decref(list);
-            return NULL;
-        }
-    }
-    return list;
-}
-
-/* SQLite: one row, bound in CLAIM_DELIVERY_ONE's order. */
-static void claim_delivery_bind(store_stmt *st, const claim_del *d, int64_t now)
-{
-    const due_row *r = d->r;
-    store_bind_str(st, 1, d->id);
-    store_bind_int64(st, 2, r->id);
-    store_bind_int64(st, 3, r->event_id);
-    store_bind_int64(st, 4, r->user_id);
-    store_bind_str(st, 5, d->channel);
-    store_bind_int64(st, 6, d->endpoint);
-    store_bind_str(st, 7, r->summary ? r->summary : "");
-    store_bind_int64(st, 8, r->occurrence);
-    store_bind_int64(st, 9, r->next_fire);
-    store_bind_int64(st, 10, d->late);
-    store_bind_str(st, 11, claim_states[d->fate]);
-    store_bind_int64(st, 12, d->fate == FATE_DONE);
-    store_bind_int64(st, 13, claim_hold(r->next_fire, now));
-    if (d->fate == FATE_DONE) store_bind_int64(st, 14, now);
-    else store_bind_null(st, 14);
-    store_bind_int64(st, 15, now);
-}
-
-/* The delivery rows of one won reminder: one per channel and endpoint. */
-static int claim_row_deliveries(notify_engine *e, del_buf *list, const due_row *r, const i64_buf *pairs, int64_t now)
-{
-    bool late = now - r->next_fire > e->o.grace_ms;
-    const char *channel = strcmp(r->method, "email") == 0 ? "email" : strcmp(r->method, "webhook") == 0 ? "webhook" : "inapp";
-    /* An in-app reminder already due when claimed (the backlog after
-     * downtime, a scanner running behind) is delivered right here: the
-     * inbox row is one more insert in this transaction, where the timer
-     * path would cost a second transaction that rewrites the row. */
-    claim_fate fate = late && e->o.late_policy == NOTIFY_LATE_SKIP                 ? FATE_MISSED
-                      : r->next_fire <= now && strcmp(channel, "inapp") == 0 ? FATE_DONE
-                                                                             : FATE_PENDING;
-    bool flag = late && fate != FATE_PENDING;
-    if (strcmp(channel, "webhook") != 0) return claim_delivery_add(list, r, channel, 0, fate, flag);
-    size_t lo = 0, hi = pairs->n / 2; /* the first pair of this user */
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (pairs->v[2 * mid] < r->user_id) lo = mid + 1;
-        else hi = mid;
-    }
-    for (size_t k = lo; k < pairs->n / 2 && pairs->v[2 * k] == r->user_id; k++)
-        if (claim_delivery_add(list, r, channel, pairs->v[2 * k + 1], fate, flag) != STORE_OK) return STORE_ERROR;
-    return STORE_OK;
-}
-
-/* What the INSERT returns: pending rows go to the timer, done ones need
- * their inbox row. */
-typedef struct claim_out {
-    item_buf *timer;
-    json_t *done;
-    int64_t now; /* the claim's time (see claim_hold) */
-} claim_out;
-
-/* A delivery row the claim inserted. */
-static int claim_took(claim_out *o, const char *id, const char *channel, int64_t due_ms, const char *state)
-{
-    if (strcmp(state, "done") == 0)
-        return json_array_append_new(o->done, json_string(id)) == 0 ? STORE_OK : STORE_ERROR;
-    if (strcmp(state, "pending") != 0) return STORE_OK;
-    item it = {.due_ms = due_ms, .hold_ms = claim_hold(due_ms, o->now)};
-    snprintf(it.id, sizeof it.id, "%s", id);
-    it.channel = chan_of(channel);
-    return buf_add(o->timer, &it) ? STORE_OK : STORE_ERROR;
-}
-
-static int claim_inserted(void *ctx, store_stmt *st)
-{
-    return claim_took(ctx, store_col_text(st, 0), store_col_text(st, 1), store_col_int64(st, 2),
-                      store_col_text(st, 3));
-}
-
-/* Writes the delivery rows: one set statement on PostgreSQL, a statement
- * a row on SQLite (see CLAIM_DELIVERY_ONE). */
-static int claim_deliveries(store *db, const del_buf *b, int64_t now, claim_out *o)
-{
-    if (b->n == 0) return STORE_OK;
-    if (store_backend_of(db) == STORE_PG) {
-        json_t *list = claim_deliveries_json(b, now);
-        int rc = list ? list_exec(db, CLAIM_DELIVERIES_PG, list, &now, claim_inserted, o) : STORE_ERROR;
-        json_decref(list);
-        return rc;
-    }
-    for (size_t i = 0; i < b->n; i++) {
-        const claim_del *d = &b->v[i];
-        store_stmt *st = store_prepare(db, CLAIM_DELIVERY_ONE);
-        claim_delivery_bind(st, d, now);
-        int rc = store_step(st);
-        bool inserted = rc == STORE_DONE && store_changes(st) == 1;
-        store_reset(st);
-        if (rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
-        if (inserted && claim_took(o, d->id, d->channel, d->r->next_fire, claim_states[d->fate]) != STORE_OK)
-            return STORE_ERROR;
-    }
-    return STORE_OK;
-}
-
-/* Inside the fenced transaction: advances the n due rows and writes their
- * delivery rows (and the inbox rows of those delivered on the spot). On
- * PostgreSQL each step is one set statement for the lot: a round trip
- * per row was the cost. Rows already claimed (a restart, a takeover)
- * insert nothing: the delivery id is stable. */
-static int claim_rows(notify_engine *e, store *db, const due_row *rows, int n, int64_t now, item_buf *out)
-{
-    if (n == 0) return STORE_OK;
-    bool *won = calloc((size_t)n, sizeof *won);
-    i64_buf pairs = {0};
-    del_buf dels = {0};
-    claim_out o = {.timer = out, .done = json_array(), .now = now};
-    int rc = won && o.done ? STORE_OK : STORE_ERROR;
-    if (rc == STORE_OK) rc = claim_advance(e, db, rows, n, won);
-    if (rc == STORE_OK) rc = claim_endpoints(e, db, rows, n, won, &pairs);
-    for (int i = 0; i < n && rc == STORE_OK; i++)
-        if (won[i]) rc = claim_row_deliveries(e, &dels, &rows[i], &pairs, now);
-    if (rc == STORE_OK) rc = claim_deliveries(db, &dels, now, &o);
-    if (rc == STORE_OK && json_array_size(o.done))
-        rc = list_exec(db, store_backend_of(db) == STORE_PG ? CLAIM_INBOX_PG : CLAIM_INBOX_SQLITE, o.done, NULL,
-                       NULL, NULL);
-    json_decref(o.done);
-    free(dels.v);
-    free(pairs.v);
-    free(won);
-    return rc;
-}
-
-static void rows_free(due_row *rows, size_t n)
-{
-    for (size_t i = 0; i < n; i++) free(rows[i].summary);
-}
-
-/* Reads a due row from st's columns at..at+8. */
-static void due_row_read(store_stmt *st, int at, due_row *r)
-{
-    r->id = store_col_int64(st, at);
-    r->event_id = store_col_int64(st, at + 1);
-    r->user_id = store_col_int64(st, at + 2);
-    snprintf(r->method, sizeof r->method, "%s", store_col_text(st, at + 3));
-    r->minutes = (int)store_col_int64(st, at + 4);
-    r->single = store_col_int64(st, at + 5) != 0;
-    r->next_fire = store_col_int64(st, at + 6);
-    r->occurrence = store_col_int64(st, at + 7);
-    r->summary = strdup(store_col_text(st, at + 8));
-}
-
-#define DUE_COLS                                                                                           \
-    "r.id, r.event_id, r.user_id, r.method, r.minutes_before, r.single, r.next_fire_ms, r.occurrence_ms, " \
-    "e.summary FROM reminders r JOIN events e ON e.id = r.event_id "
-
-/* SQLite: one shard at a time, each a seek on (shard, next_fire_ms) -- a
- * range of shards would scan every row of the group; in-process, the
- * statements cost no round trip. */
-static int select_due_sqlite(store *db, int64_t lo, int64_t hi, int64_t upto, int limit, due_row *rows, int *n)
-{
-    int rc = STORE_DONE;
-    for (int64_t shard = lo; shard < hi && *n < limit && rc == STORE_DONE; shard++) {
-        int want = limit - *n;
-        store_stmt *st = store_prepare(db, "SELECT " DUE_COLS "WHERE r.shard = $1 AND r.next_fire_ms <= $2 "
-                                           "ORDER BY r.next_fire_ms LIMIT $3");
-        store_bind_int64(st, 1, shard);
-        store_bind_int64(st, 2, upto);
-        store_bind_int64(st, 3, want);
-        int got = 0;
-        while (got < want && (rc = store_step(st)) == STORE_ROW) due_row_read(st, 0, &rows[*n + got++]);
-        if (rc == STORE_ROW) rc = STORE_DONE; /* want reached */
-        store_reset(st);
-        *n += got;
-    }
-    return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
-}
-
-/* PostgreSQL: the group's shards in one statement (a LATERAL seek per
- * shard), one round trip instead of one per shard. */
-static int select_due_pg(store *db, int64_t lo, int64_t hi, int64_t upto, int limit, due_row *rows, int *n)
-{
-    if (*n >= limit || lo >= hi) return STORE_OK;
-    store_stmt *st = store_prepare(
-        db, "SELECT r.* FROM generate_series(CAST($1 AS integer), CAST($2 AS integer)) s(shard) CROSS JOIN LATERAL "
-            "(SELECT " DUE_COLS "WHERE r.shard = s.shard AND r.next_fire_ms <= $3 ORDER BY r.next_fire_ms "
-            "LIMIT $4) r LIMIT $4");
-    store_bind_int64(st, 1, lo);
-    store_bind_int64(st, 2, hi - 1);
-    store_bind_int64(st, 3, upto);
-    store_bind_int64(st, 4, limit - *n);
-    int rc = STORE_DONE;
-    while (*n < limit && (rc = store_step(st)) == STORE_ROW) due_row_read(st, 0, &rows[(*n)++]);
-    store_reset(st);
-    return rc == STORE_DONE || rc == STORE_ROW ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
-}
-
-/* Inside the open, fenced transaction: selects up to limit rows of group
- * gi due by upto into rows[*n...]. */
-static int claim_group(notify_engine *e, store *db, int gi, int64_t upto, int limit, due_row *rows, int *n)
-{
-    int64_t lo = (int64_t)gi * e->per_group, hi = lo + e->per_group;
-    if (hi > e->o.shards) hi = e->o.shards;
-    return store_backend_of(db) == STORE_PG ? select_due_pg(db, lo, hi, upto, limit, rows, n)
-                                            : select_due_sqlite(db, lo, hi, upto, limit, rows, n);
-}
-
-/* One claim transaction: starting at group *gi, fences each held group and
- * selects its due rows, until NOTIFY_CLAIM_BATCH rows or the last group,
- * then claims them all together (claim_rows). Many small groups share one
- * commit (on SQLite the commit is the cost: every page it dirtied is
- * written again). *gi moves past the groups done; a group cut short by a
- * full batch stays next. Returns rows claimed, or < 0. */
-static int claim_tx(notify_engine *e, store *db, int *gi, int64_t upto, item_buf *out)
-{
-    static __thread due_row rows[NOTIFY_CLAIM_BATCH];
-    lease_hold *fenced[NOTIFY_CLAIM_BATCH];
-    int nfenced = 0, n = 0, rc = store_begin(db);
-    size_t before = out->n;
-    int64_t now = base_now_ms();
-    while (rc == STORE_OK && *gi < e->o.groups && n < NOTIFY_CLAIM_BATCH && nfenced < NOTIFY_CLAIM_BATCH) {
-        group *g = &e->groups[*gi];
-        if (!g->held) {
-            ++*gi;
-            continue;
-        }
-        rc = lease_hold_fence_in(db, &g->hold, g->tenure, NULL);
-        if (rc == LEASE_LOST) {
-            log_warn("reminders: lease group %d lapsed before its claim", *gi);
-            g->held = false;
-            rc = STORE_OK;
-            ++*gi;
-            continue;
-        }
-        if (rc != LEASE_OK) break;
-        fenced[nfenced++] = &g->hold;
-        rc = claim_group(e, db, *gi, upto, NOTIFY_CLAIM_BATCH, rows, &n);
-        if (rc == STORE_OK && n < NOTIFY_CLAIM_BATCH) ++*gi; /* else it may have shards left */
-    }
-    if (rc == STORE_OK) rc = claim_rows(e, db, rows, n, now, out);
-    if (rc == STORE_OK) rc = store_commit(db);
-    rows_free(rows, (size_t)n);
-    if (rc != STORE_OK) {
-        log_warn("reminders: claim at group %d failed: %s", *gi, store_errmsg(db));
-        store_rollback(db);
-        out->n = before;
-        n = -1;
-    }
-    for (int i = 0; i < nfenced; i++) lease_hold_unfence(fenced[i]);
-    return n;
-}
-
-static size_t heap_size(notify_engine *e)
+size_t notify_queued(notify_engine *e)
 {
     pthread_mutex_lock(&e->mu);
-    size_t n = e->heap.n;
+    size_t n = notify_heap_size(&e->heap);
     pthread_mutex_unlock(&e->mu);
     return n;
 }
 
-static void rebalance(notify_engine *e, store *db);
-
-/* Renews the leases when a heartbeat is due: also between claims, since a
- * busy pass over the groups may take longer than a heartbeat. */
-static void heartbeat_if_due(notify_engine *e, store *db, int64_t *next_beat)
-{
-    int64_t now = base_now_ms();
-    if (now < *next_beat) return;
-    write_lock(e);
-    rebalance(e, db);
-    write_unlock(e);
-    *next_beat = now + e->o.heartbeat_ms;
-}
-
-/* Before a claim transaction: while deliveries are behind (an item has
- * waited NOTIFY_BEHIND_MS past its time), the scanner stands back so the
- * workers get the database -- claims run a window ahead, deliveries are
- * due now. Without this, the scanner, relocking the moment it unlocks,
- * claimed a whole backlog before any of it went out. Bounded, so leases
- * are still renewed should the workers be stuck. */
-#define NOTIFY_BEHIND_MS 20
-static void scanner_yield(notify_engine *e)
-{
-    int64_t give_up = base_now_ms() + 200;
-    pthread_mutex_lock(&e->mu);
-    for (;;) {
-        int64_t now = base_now_ms();
-        if (e->stopping || now >= give_up || e->heap.n == 0 || e->heap.v[0].due_ms > now - NOTIFY_BEHIND_MS) break;
-        /* Behind on sends the channels have no room for: waiting would
-         * not let the workers catch up, only starve the claims. */
-        if (e->heap.v[0].channel != NOTIFY_CHAN_INAPP && e->in_flight + e->sending >= e->send_cap) break;
-        int64_t wake = now + 2;
-        struct timespec ts = {.tv_sec = wake / 1000, .tv_nsec = (wake % 1000) * 1000000};
-        pthread_cond_timedwait(&e->cv, &e->mu, &ts);
-    }
-    pthread_mutex_unlock(&e->mu);
-}
-
-/* The oldest next fire time in the groups held, into *t (INT64_MAX when
- * none): one index seek a shard (the IS NOT NULL lets it use the partial
- * reminders_due). Under write_lock. */
-static int oldest_due(notify_engine *e, store *db, int64_t *t)
-{
-    *t = INT64_MAX;
-    for (int gi = 0; gi < e->o.groups; gi++) {
-        if (!e->groups[gi].held) continue;
-        int64_t lo = (int64_t)gi * e->per_group, hi = lo + e->per_group;
-        for (int64_t shard = lo; shard < hi && shard < e->o.shards; shard++) {
-            store_stmt *st = store_prepare(db, "SELECT min(next_fire_ms) FROM reminders WHERE shard = $1 "
-                                               "AND next_fire_ms IS NOT NULL");
-            store_bind_int64(st, 1, shard);
-            int rc = store_step(st);
-            if (rc == STORE_ROW && !store_col_is_null(st, 0) && store_col_int64(st, 0) < *t)
-                *t = store_col_int64(st, 0);
-            store_reset(st);
-            if (rc != STORE_ROW) return rc < 0 ? rc : STORE_ERROR;
-        }
-    }
-    return STORE_OK;
-}
-
-/* Claims what is due within the window, oldest first across the node: in
- * passes, each taking every row due up to a horizon that moves
- * NOTIFY_PASS_STEP_MS a pass, from where the last complete pass ended
- * (after a start, from the oldest row) to now + the window. In the steady
- * state (all that is due by now claimed) that is one pass; a node behind
- * (after downtime, or just too slow) walks all its shards forward through
- * the backlog together, so lateness is shared out evenly. A pass that
- * finds under a quarter of NOTIFY_PASS_ROWS doubles the step (a sparse
- * backlog of hours is crossed in a few passes); one that finds more than
- * NOTIFY_PASS_ROWS sets it back, so a pass is a few thousand rows: within
- * one, rows go out in shard order. (Before, each pass took a fixed number
- * of rows a shard: a node behind starved its busiest shards, whose rows
- * came out a minute late while the quiet ones' were on time.) A call
- * returns after NOTIFY_CLAIM_SPAN_MS (true: cut short, call again at
- * once), so the dirty marks and the outbox poll get their turn. */
-#define NOTIFY_PASS_STEP_MS 250
-#define NOTIFY_PASS_ROWS 4096
-#define NOTIFY_CLAIM_SPAN_MS 500
-
-/* One pass over the groups held: claims every row due by horizon, adding
- * their count to *claimed. False when cut short (the heap full, a claim
- * failed): the pass must be done again. */
-static bool claim_pass(notify_engine *e, store *db, int64_t horizon, int64_t *next_beat, int64_t *claimed)
-{
-    item_buf buf = {0};
-    bool whole = true;
-    for (int gi = 0; gi < e->o.groups;) {
-        if (heap_size(e) >= NOTIFY_HEAP_MAX) {
-            whole = false;
-            break;
-        }
-        heartbeat_if_due(e, db, next_beat);
-        scanner_yield(e);
-        write_lock(e);
-        int n = claim_tx(e, db, &gi, horizon, &buf);
-        write_unlock(e);
-        enqueue(e, buf.v, buf.n);
-        buf.n = 0;
-        if (n < 0) {
-            gi++; /* skip the group that failed; the pass is done again later */
-            whole = false;
-        }
-        *claimed += n > 0 ? n : 0;
-    }
-    free(buf.v);
-    return whole;
-}
-
-static bool claim_all(notify_engine *e, store *db, int64_t *next_beat)
-{
-    int64_t now = base_now_ms(), until = now + NOTIFY_CLAIM_SPAN_MS, horizon;
-    if (e->claimed_to >= now) {
-        horizon = INT64_MAX; /* not behind: one pass to the window's end */
-    } else if (e->claimed_to != INT64_MIN) {
-        horizon = e->claimed_to + NOTIFY_PASS_STEP_MS;
-    } else {
-        int64_t oldest;
-        write_lock(e); /* the connection may be the workers' too */
-        int rc = oldest_due(e, db, &oldest);
-        write_unlock(e);
-        if (rc != STORE_OK) return false; /* the next tick tries again */
-        horizon = oldest < INT64_MAX - NOTIFY_PASS_STEP_MS ? oldest + NOTIFY_PASS_STEP_MS : INT64_MAX;
-    }
-    int64_t step = NOTIFY_PASS_STEP_MS;
-    for (;;) {
-        int64_t end = base_now_ms() + e->o.window_ms, claimed = 0;
-        if (horizon > end) horizon = end;
-        if (!claim_pass(e, db, horizon, next_beat, &claimed)) return false; /* redone after a tick */
-        e->claimed_to = horizon;
-        if (horizon >= end) return false;
-        if (base_now_ms() >= until) return true;
-        if (claimed < NOTIFY_PASS_ROWS / 4 && step < INT64_MAX / 4) step *= 2;
-        else if (claimed > NOTIFY_PASS_ROWS) step = NOTIFY_PASS_STEP_MS;
-        horizon = horizon < end - step ? horizon + step : end;
-    }
-}
-
-/* Outbox rows whose next attempt is due: retries, and claims of a node
- * that died. Taken with SKIP LOCKED so nodes split them. */
-static int poll_outbox(notify_engine *e, store *db)
-{
-    bool pg = store_backend_of(db) == STORE_PG;
-    int64_t now = base_now_ms();
-    if (store_begin(db) != STORE_OK) return -1;
-    store_stmt *st = store_prepare(
-        db, pg ? "UPDATE deliveries SET next_attempt_ms = $2 WHERE id IN (SELECT id FROM deliveries "
-                 "WHERE state = 'pending' AND next_attempt_ms <= $1 ORDER BY next_attempt_ms LIMIT $3 "
-                 "FOR UPDATE SKIP LOCKED) RETURNING id, channel, due_ms"
-               : "UPDATE deliveries SET next_attempt_ms = $2 WHERE id IN (SELECT id FROM deliveries "
-                 "WHERE state = 'pending' AND next_attempt_ms <= $1 ORDER BY next_attempt_ms LIMIT $3) "
-                 "RETURNING id, channel, due_ms");
-    store_bind_int64(st, 1, now);
-    /* Short, like a fresh claim's: if this node dies too, the next taker
-     * should not wait long. A webhook/email send extends it when it starts. */
-    store_bind_int64(st, 2, now + NOTIFY_HOLD_MS);
-    store_bind_int64(st, 3, NOTIFY_POLL_BATCH);
-    item_buf buf = {0};
-    int rc;
-    while ((rc = store_step(st)) == STORE_ROW) {
-        item it = {.due_ms = store_col_int64(st, 2), .hold_ms = now + NOTIFY_HOLD_MS};
-        snprintf(it.id, sizeof it.id, "%s", store_col_text(st, 0));
-        it.channel = chan_of(store_col_text(st, 1));
-        if (!buf_add(&buf, &it)) break;
-    }
-    store_reset(st);
-    int n = (int)buf.n;
-    if (rc == STORE_DONE && store_commit(db) == STORE_OK) {
-        enqueue(e, buf.v, buf.n);
-    } else {
-        store_rollback(db);
-        n = -1;
-    }
-    free(buf.v);
-    return n;
-}
-
-/* Takes every outbox row whose attempt is due, batch after batch (after
- * downtime these are the oldest of the backlog). */
-static void poll_outbox_all(notify_engine *e, store *db)
-{
-    int n, total = 0;
-    do {
-        write_lock(e);
-        n = poll_outbox(e, db);
-        write_unlock(e);
-        if (n > 0) total += n;
-    } while (n == NOTIFY_POLL_BATCH && heap_size(e) < NOTIFY_HEAP_MAX);
-    if (total) log_info("reminders: took over %d outbox rows", total);
-}
-
-/* ---- leases ------------------------------------------------------------- */
-
-static int count_held(notify_engine *e)
-{
-    int n = 0;
-    for (int i = 0; i < e->o.groups; i++) n += e->groups[i].held;
-    return n;
-}
-
-/* Renews every group we hold in one statement (one round trip, one
- * commit). Should it fail, the holds stay as they were and lapse unless
- * the next heartbeat does better. */
-static void renew_held(notify_engine *e, store *db)
-{
-    lease_hold **hs = malloc((size_t)e->o.groups * sizeof *hs);
-    int *res = malloc((size_t)e->o.groups * sizeof *res);
-    if (!hs || !res) abort();
-    size_t n = 0;
-    for (int i = 0; i < e->o.groups; i++)
-        if (e->groups[i].held) hs[n++] = &e->groups[i].hold;
-    if (lease_hold_renew_many(db, hs, n, e->o.lease_ttl_ms, res) != STORE_OK)
-        log_warn("reminders: lease renewals failed: %s", store_errmsg(db));
-    for (size_t k = 0; k < n; k++) {
-        group *g = (group *)((char *)hs[k] - offsetof(group, hold)); /* renew_many reorders hs */
-        if (res[k] == LEASE_LOST || !lease_hold_valid(&g->hold, g->tenure)) {
-            log_warn("reminders: lost lease group %d", (int)(g - e->groups));
-            lease_hold_drop(&g->hold); /* so a later acquire asks the database again */
-            g->held = false;
-        }
-    }
-    free(hs);
-    free(res);
-}
-
-/* Which groups someone holds (this node included), a flag per group, as
- * lease_list_held names them. */
-typedef struct taken_set {
-    bool *v;
-    int n;
-} taken_set;
-
-static void mark_taken(void *ctx, const char *name)
-{
-    taken_set *t = ctx;
-    int gi;
-    if (sscanf(name, NOTIFY_GROUP_PREFIX "%d", &gi) == 1 && gi >= 0 && gi < t->n) t->v[gi] = true;
-}
-
-/* The flags, owned by the caller; NULL when they cannot be read (then
- * every group is worth a try). */
-static bool *groups_taken(notify_engine *e, store *db)
-{
-    taken_set t = {calloc((size_t)e->o.groups, sizeof *t.v), e->o.groups};
-    if (t.v && lease_list_held(db, NOTIFY_GROUP_PREFIX, mark_taken, &t) != STORE_OK) {
-        free(t.v);
-        return NULL;
-    }
-    return t.v;
-}
-
-/* Renews what we hold, then moves toward an equal share: ceil(groups /
- * live nodes). Surplus is released at once, so a joining node finds free
- * groups at its next heartbeat; a dead node's expire after the lease TTL.
- * Only groups nobody holds are tried: the shares add up to more than the
- * groups (64 over 3 nodes: 22 each), so one node is always short, and on
- * PostgreSQL its every try at a held group waited up to 200 ms for the
- * holder's claim to commit -- a second of its scanner's time a heartbeat. */
-static void rebalance(notify_engine *e, store *db)
-{
-    int was = count_held(e);
-    renew_held(e, db);
-    int64_t live = 1;
-    if (nodes_live_count(db, e->o.lease_ttl_ms, &live) < 0 || live < 1) live = 1;
-    int target = (int)((e->o.groups + live - 1) / live);
-    int held = count_held(e);
-    unsigned char r[2];
-    base_random(r, sizeof r);
-    int start = (r[0] | r[1] << 8) % e->o.groups;
-    /* Acquiring takes a transaction per group: on a slow database, the
-     * first of a long run would lapse before the claims got to it. So at
-     * most a heartbeat's worth of acquiring here; the rest next time. */
-    int64_t stop_at = base_now_ms() + e->o.heartbeat_ms;
-    bool *taken = held < target ? groups_taken(e, db) : NULL;
-    for (int k = 0; k < e->o.groups && held < target && base_now_ms() < stop_at; k++) {
-        int gi = (start + k) % e->o.groups;
-        group *g = &e->groups[gi];
-        if (g->held || (taken && taken[gi])) continue;
-        if (lease_hold_acquire(db, &g->hold, e->o.lease_ttl_ms, &g->tenure) == LEASE_OK) {
-            g->held = true;
-            held++;
-        }
-    }
-    free(taken);
-    for (int i = e->o.groups - 1; i >= 0 && held > target; i--) {
-        group *g = &e->groups[i];
-        if (!g->held) continue;
-        lease_hold_release(db, &g->hold);
-        g->held = false;
-        held--;
-    }
-    if (held != was) log_info("reminders: holding %d of %d lease groups (%lld live nodes)", held, e->o.groups,
-                              (long long)live);
-    pthread_mutex_lock(&e->mu);
-    e->groups_held = held;
-    pthread_mutex_unlock(&e->mu);
-}
-
-static void release_all(notify_engine *e, store *db)
-{
-    for (int i = 0; i < e->o.groups; i++)
-        if (e->groups[i].held) {
-            lease_hold_release(db, &e->groups[i].hold);
-            e->groups[i].held = false;
-        }
-}
-
-/* ---- the scanner thread ------------------------------------------------- */
-
-static bool sleep_until(notify_engine *e, int64_t wake_ms)
-{
-    struct timespec ts = {.tv_sec = wake_ms / 1000, .tv_nsec = (wake_ms % 1000) * 1000000};
-    pthread_mutex_lock(&e->mu);
-    while (!e->stopping && base_now_ms() < wake_ms)
-        if (pthread_cond_timedwait(&e->cv, &e->mu, &ts) == ETIMEDOUT) break;
-    bool stop = e->stopping;
-    pthread_mutex_unlock(&e->mu);
-    return !stop;
-}
+/* ---- connections --------------------------------------------------------- */
 
 /* Settings of the engine's connections.
  *  - SQLite: a page cache that holds the hot ends of the big tables'
@@ -1234,908 +104,17 @@ static store *engine_db_open(notify_engine *e, const char *who)
     return db;
 }
 
-/* ---- the checkpointer (SQLite) ------------------------------------------
- *
- * SQLite copies the WAL back into the database file (a checkpoint) on the
- * thread whose commit pushes the WAL past a size: with the engine's one
- * connection that is inside write_mu, where every claim and delivery
- * waits for the copy and its fsync. So the engine's connection does not
- * checkpoint; this thread does, on a connection of its own, while writers
- * go on. A checkpoint that races writers leaves the newest frames
- * uncopied, and the WAL restarts from its beginning only after a complete
- * one; so after the long passes, a short one runs under write_mu (nothing
- * new can arrive) to finish the job. That one stalls every writer for its
- * copy and two fsyncs, so it is rare (a large WAL: at 1M reminders a
- * minute a 32 MiB one made it every half second, 40-100 ms each, which
- * was the p99; 512 MiB, every 4 s or so, measured better than 256 MiB,
- * in-app p99 67-77 ms against 87-97; a WAL of gigabytes slows every read)
- * and small (see checkpoint_converge), and it goes ahead of the writers
- * queued for the lock (write_lock_first). */
-#define NOTIFY_CKPT_FRAMES 131072 /* checkpoint once the WAL holds this many pages (512 MiB) */
-#define NOTIFY_SYNC_TICK_MS 25 /* rounds while the WAL changes */
-#define NOTIFY_CKPT_CLOSE 256  /* frames a locked pass may be left to copy (1 MiB) */
-#define NOTIFY_CKPT_ROUNDS 16  /* unlocked passes tried to get there */
-
-/* PRAGMA wal_checkpoint(PASSIVE): *log frames in the WAL, *done of them copied. */
-static int checkpoint_passive(store *db, int64_t *log, int64_t *done)
-{
-    store_stmt *st = store_prepare(db, "PRAGMA wal_checkpoint(PASSIVE)");
-    int rc = store_step(st);
-    if (rc == STORE_ROW) {
-        *log = store_col_int64(st, 1);
-        *done = store_col_int64(st, 2);
-    }
-    store_reset(st);
-    return rc == STORE_ROW ? STORE_OK : rc;
-}
-
-/* Passes without the lock until one leaves few frames behind: the locked
- * pass then copies and syncs only those. (A locked pass that came right
- * after a long one held the writers 40-100 ms: the frames written during
- * the long pass, some megabytes, flushed and copied and flushed again.)
- * False on an error. */
-static bool checkpoint_converge(store *db, int64_t *log, int64_t *done)
-{
-    for (int i = 0; i < NOTIFY_CKPT_ROUNDS; i++) {
-        int64_t before = *log;
-        if (checkpoint_passive(db, log, done) != STORE_OK) return false;
-        if (*log - before < NOTIFY_CKPT_CLOSE) break;
-    }
-    return true;
-}
-
-static void *checkpointer_main(void *p)
-{
-    notify_engine *e = p;
-    base_thread_name("rem-checkpoint");
-    char err[256];
-    store *db = store_open(e->o.db_url, err, sizeof err);
-    if (!db) {
-        log_error("reminders: the checkpointer cannot open the database: %s", err);
-        return NULL;
-    }
-    int64_t log = 0, done = 0, last = -1;
-    bool busy = false;
-    /* Each round writes the WAL to disk if it changed (store_sync_log: so
-     * a durable commit elsewhere -- the API's, the jobs' -- does not wait
-     * under the write lock for the engine's unsynced ones), and copies
-     * what the WAL holds (and fsyncs the database file if there was
-     * anything): every NOTIFY_SYNC_TICK_MS while the engine writes, once a
-     * second while nothing changes, so an idle server does not fsync. */
-    while (sleep_until(e, base_now_ms() + (busy ? NOTIFY_SYNC_TICK_MS : 1000))) {
-        if (checkpoint_passive(db, &log, &done) != STORE_OK) continue;
-        busy = log != last;
-        last = log;
-        if (busy && store_sync_log(db) != STORE_OK) log_warn("reminders: WAL sync failed: %s", store_errmsg(db));
-        if (log < NOTIFY_CKPT_FRAMES || !checkpoint_converge(db, &log, &done)) continue;
-        write_lock_first(e);
-        /* (A reader's older snapshot may still hold some frames back: the
-         * next round copies them.) */
-        if (checkpoint_passive(db, &log, &done) != STORE_OK)
-            log_warn("reminders: checkpoint failed: %s", store_errmsg(db));
-        write_unlock_first(e);
-        last = log;
-    }
-    store_close(db);
-    return NULL;
-}
-
-static store *thread_db(notify_engine *e, const char *who)
+store *notify_thread_db(notify_engine *e, const char *who)
 {
     return e->shared ? e->shared : engine_db_open(e, who);
 }
 
-static void thread_db_close(notify_engine *e, store *db)
+void notify_thread_db_close(notify_engine *e, store *db)
 {
     if (db != e->shared) store_close(db);
 }
 
-static void *scanner_main(void *p)
-{
-    notify_engine *e = p;
-    base_thread_name("rem-scanner");
-    store *db = thread_db(e, "scanner");
-    if (!db) return NULL;
-    int64_t tick = e->o.window_ms / 4 < 200 ? e->o.window_ms / 4 : 200;
-    if (tick < 10) tick = 10;
-    int64_t next_beat = 0;
-    bool more = false; /* the last claim_all was cut short: no sleep */
-    do {
-        int64_t t0 = base_now_ms();
-        heartbeat_if_due(e, db, &next_beat);
-        write_lock(e);
-        int done;
-        if (notify_sync_dirty(db, e->o.tz, e->o.shards, 256, &done) != STORE_OK)
-            log_warn("reminders: recomputing marked events failed: %s", store_errmsg(db));
-        write_unlock(e);
-        poll_outbox_all(e, db);
-        more = claim_all(e, db, &next_beat);
-        /* Leases lapse when a pass outlasts them between heartbeats: worth
-         * knowing when they are lost. */
-        int64_t took = base_now_ms() - t0;
-        if (took > e->o.lease_ttl_ms / 2) log_warn("reminders: a scanner pass took %lld ms", (long long)took);
-    } while (sleep_until(e, base_now_ms() + (more ? 0 : tick)));
-    write_lock(e);
-    release_all(e, db);
-    write_unlock(e);
-    thread_db_close(e, db);
-    return NULL;
-}
-
-/* ---- delivery ----------------------------------------------------------- */
-
-static bool is_late(notify_engine *e, const item *it, int64_t now)
-{
-    return now - it->due_ms > e->o.grace_ms;
-}
-
-/* The ids of a batch as a JSON array, the one list parameter both
- * backends can take apart (json_each / json_array_elements_text). Ids are
- * hex digits: nothing to escape. Caller frees. */
-static char *ids_json(const item *its, size_t n)
-{
-    char *out = malloc(n * (NOTIFY_ID_LEN + 3) + 3);
-    if (!out) return NULL;
-    size_t k = 0;
-    out[k++] = '[';
-    for (size_t i = 0; i < n; i++) {
-        if (i) out[k++] = ',';
-        out[k++] = '"';
-        size_t len = strlen(its[i].id);
-        memcpy(out + k, its[i].id, len);
-        k += len;
-        out[k++] = '"';
-    }
-    out[k++] = ']';
-    out[k] = '\0';
-    return out;
-}
-
-/* Runs one set statement over the batch: $1 the ids, $2 now (or another
- * time), $3 when arg3 is given (PostgreSQL refuses a parameter the
- * statement does not use). */
-static int batch_exec(store *db, const char *sql, const char *ids, int64_t now, const int64_t *arg3)
-{
-    store_stmt *st = store_prepare(db, sql);
-    store_bind_str(st, 1, ids);
-    store_bind_int64(st, 2, now);
-    if (arg3) store_bind_int64(st, 3, *arg3);
-    int rc = store_step(st);
-    store_reset(st);
-    return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
-}
-
-/* The batch's pending rows: $1 is the ids as a JSON array. The state test
- * is written so that no planner can answer it from deliveries_queue (the
- * index of pending rows): without fresh statistics both would rather walk
- * every pending row through it than look the batch's ids up. SQLite's
- * "+state" and PostgreSQL's "state || ''" hide the column from index
- * matching. (Measured on PostgreSQL at 1M/min: a batch of 5 ids read
- * 22,000 pending rows, twice, 30-50 ms a statement.) */
-#define BATCH_SQLITE_OF(t) t "id IN (SELECT value FROM json_each($1)) AND +" t "state = 'pending'"
-#define BATCH_PG_OF(t)                                                                                     \
-    t "id IN (SELECT json_array_elements_text(CAST($1 AS json))) AND (" t "state || '') = 'pending'"
-#define BATCH_SQLITE BATCH_SQLITE_OF("")
-#define BATCH_PG BATCH_PG_OF("")
-#define LATE_SQL "CASE WHEN $2 - due_ms > $3 THEN 1 ELSE 0 END"
-#define REMINDER_LIVE "EXISTS (SELECT 1 FROM reminders r WHERE r.id = deliveries.reminder_id)"
-/* Under the skip policy, the late ones of a batch are missed (both paths).
- * The in-app path's statements are this one and those below.
- * Over either backend's BATCH; $2 now, $3 grace. */
-#define LATE_MISSED(BATCH)                                                                                 \
-    "UPDATE deliveries SET state = 'missed', late = 1, updated_ms = $2 WHERE " BATCH " AND $2 - due_ms > $3"
-#define INAPP_INBOX(BATCH)                                                                                 \
-    "INSERT INTO notifications (user_id, delivery_id, event_id, summary, original_start_ms, due_ms, "      \
-    "fired_ms, late, method, read, created_ms) SELECT user_id, id, event_id, summary, occurrence_ms, "     \
-    "due_ms, $2, " LATE_SQL ", 'push', 0, $2 FROM deliveries WHERE " BATCH " AND " REMINDER_LIVE            \
-    " ORDER BY due_ms ON CONFLICT (delivery_id) DO NOTHING"
-#define INAPP_FINISH(BATCH)                                                                                \
-    "UPDATE deliveries SET state = CASE WHEN " REMINDER_LIVE " THEN 'done' ELSE 'cancelled' END, "         \
-    "fired_ms = $2, late = " LATE_SQL ", attempts = attempts + 1, updated_ms = $2 WHERE " BATCH
-/* PostgreSQL does both in one statement: the outbox rows' update returns
- * the ones it made done, and only those get an inbox row. The update is
- * what keeps the inbox free of duplicates there, not a unique index on
- * notifications.delivery_id (dropped by migration 7: it was a third of
- * the inbox INSERT's cost): a row changes from pending once, since a
- * second transaction updating it waits for the first's row lock and then
- * finds it no longer pending (and a claim inserts a row done only when
- * its INSERT won). SQLite runs one writer at a time and keeps the index. */
-#define INAPP_DELIVER_PG                                                                                   \
-    "WITH d AS (" INAPP_FINISH(BATCH_PG) " RETURNING user_id, id, event_id, summary, occurrence_ms, "     \
-    "due_ms, late, state) INSERT INTO notifications (user_id, delivery_id, event_id, summary, "            \
-    "original_start_ms, due_ms, fired_ms, late, method, read, created_ms) SELECT user_id, id, event_id, "  \
-    "summary, occurrence_ms, due_ms, $2, late, 'push', 0, $2 FROM d WHERE state = 'done' ORDER BY due_ms"
-
-/* In-app, a whole batch in set statements: under the skip policy late
- * ones become missed; the rest get their inbox row (unless their
- * reminder is gone: event deleted, attendee declined) and leave the
- * outbox as done, or cancelled. Only rows still pending are touched, so a
- * batch that overlaps another node's takeover changes nothing twice. */
-int notify_deliver_inapp(store *db, const char *ids, int64_t now_ms, notify_late_policy policy, int64_t grace_ms)
-{
-    bool pg = store_backend_of(db) == STORE_PG;
-    int rc;
-    if (policy == NOTIFY_LATE_SKIP &&
-        (rc = batch_exec(db, pg ? LATE_MISSED(BATCH_PG) : LATE_MISSED(BATCH_SQLITE), ids, now_ms, &grace_ms)) !=
-            STORE_OK)
-        return rc;
-    if (pg) return batch_exec(db, INAPP_DELIVER_PG, ids, now_ms, &grace_ms);
-    rc = batch_exec(db, INAPP_INBOX(BATCH_SQLITE), ids, now_ms, &grace_ms);
-    if (rc != STORE_OK) return rc;
-    return batch_exec(db, INAPP_FINISH(BATCH_SQLITE), ids, now_ms, &grace_ms);
-}
-
-static void deliver_inapp_batch(notify_engine *e, store *db, const item *its, size_t n)
-{
-    if (n == 0) return;
-    char *ids = ids_json(its, n);
-    if (!ids) return; /* left pending: the outbox poll retries them after the hold */
-    write_lock(e);
-    for (int attempt = 0; attempt < 3; attempt++) {
-        int rc = store_begin(db);
-        if (rc == STORE_OK) rc = notify_deliver_inapp(db, ids, base_now_ms(), e->o.late_policy, e->o.grace_ms);
-        if (rc == STORE_OK && store_commit(db) == STORE_OK) break;
-        store_rollback(db);
-        log_warn("reminders: in-app delivery batch failed: %s", store_errmsg(db));
-    }
-    write_unlock(e);
-    free(ids);
-    /* Left pending on failure: the outbox poll retries them after the hold. */
-}
-
-static void send_done(void *ctx, bool ok, int http_status, const char *error)
-{
-    send_ctx *sc = ctx;
-    notify_engine *e = sc->e;
-    result *r = calloc(1, sizeof *r);
-    pthread_mutex_lock(&e->mu);
-    if (r) {
-        snprintf(r->id, sizeof r->id, "%s", sc->id);
-        r->ok = ok;
-        r->late = sc->late;
-        r->fired_ms = sc->fired_ms;
-        if (!ok) snprintf(r->error, sizeof r->error, "%s (status %d)", error ? error : "failed", http_status);
-        r->next = e->results;
-        if (!e->results) e->results_since = base_now_ms();
-        e->results = r;
-        e->nresults++;
-    }
-    if (--e->in_flight == 0) pthread_cond_broadcast(&e->idle);
-    /* A worker is woken for the first answer (to time the batch), a full
-     * batch, or room for a batch of the sends it waits to make -- not for
-     * every answer: woken per answer, it sent one at a time, a
-     * transaction each, and a backlog at the cap never drained (the
-     * write lock, busy 90% of the time, went to batches of seven). */
-    bool room = e->send_waiting && e->in_flight + e->sending <= e->send_cap - e->send_room;
-    if (room) e->send_waiting = false;
-    if (room || e->nresults == 1 || e->nresults == NOTIFY_RESULT_BATCH) pthread_cond_broadcast(&e->cv);
-    pthread_mutex_unlock(&e->mu);
-    free(sc);
-}
-
-/* Records a failed attempt: back off (doubling, with up to half again of
- * jitter so failing receivers are not hit in lockstep) or dead-letter. */
-/* permanent: no retry can succeed (say, email is not configured), so the
- * delivery goes to the dead letters at once, visibly, with the reason.
- * sent: the attempt's answer, whose send time and lateness the row
- * records; NULL when nothing went out. */
-static int record_failure_ex(notify_engine *e, store *db, const char *id, const char *error, bool permanent,
-                             const result *sent)
-{
-    int64_t attempts = 0;
-    store_stmt *st = store_prepare(db, "SELECT attempts FROM deliveries WHERE id = $1 AND state = 'pending'");
-    store_bind_str(st, 1, id);
-    int rc = store_step(st);
-    if (rc == STORE_ROW) attempts = store_col_int64(st, 0) + 1;
-    store_reset(st);
-    if (rc != STORE_ROW) return rc == STORE_DONE ? STORE_OK : rc;
-    int64_t now = base_now_ms();
-    int shift = attempts - 1 < 20 ? (int)attempts - 1 : 20;
-    int64_t delay = e->o.backoff_ms << shift;
-    if (delay > 3600000) delay = 3600000;
-    unsigned char j[4];
-    base_random(j, sizeof j);
-    uint32_t jr = (uint32_t)j[0] | (uint32_t)j[1] << 8 | (uint32_t)j[2] << 16 | (uint32_t)j[3] << 24;
-    delay += (int64_t)(jr % (uint32_t)(delay / 2 + 1));
-    bool dead = permanent || attempts >= e->o.max_attempts;
-    st = store_prepare(db, "UPDATE deliveries SET attempts = $2, state = $3, next_attempt_ms = $4, last_error = $5, "
-                           "updated_ms = $6, fired_ms = COALESCE($7, fired_ms), late = COALESCE($8, late) "
-                           "WHERE id = $1 AND state = 'pending'");
-    store_bind_str(st, 1, id);
-    store_bind_int64(st, 2, attempts);
-    store_bind_str(st, 3, dead ? "dead" : "pending");
-    store_bind_int64(st, 4, now + delay);
-    store_bind_str(st, 5, error);
-    store_bind_int64(st, 6, now);
-    if (sent) {
-        store_bind_int64(st, 7, sent->fired_ms);
-        store_bind_int64(st, 8, sent->late);
-    } else {
-        store_bind_null(st, 7);
-        store_bind_null(st, 8);
-    }
-    rc = store_step(st);
-    store_reset(st);
-    if (dead) log_warn("reminders: delivery %s dead after %lld attempts: %s", id, (long long)attempts, error);
-    return rc == STORE_DONE ? STORE_OK : rc;
-}
-
-static int record_failure(notify_engine *e, store *db, const char *id, const char *error)
-{
-    return record_failure_ex(e, db, id, error, false, NULL);
-}
-
-/* The summary as HTML text. */
-static void html_escape(const char *in, char *out, size_t size)
-{
-    size_t n = 0;
-    for (; *in && n + 7 < size; in++) {
-        const char *rep = *in == '<' ? "&lt;" : *in == '>' ? "&gt;" : *in == '&' ? "&amp;" : *in == '"' ? "&quot;" : NULL;
-        if (rep) {
-            size_t k = strlen(rep);
-            memcpy(out + n, rep, k);
-            n += k;
-        } else {
-            out[n++] = *in;
-        }
-    }
-    out[n] = '\0';
-}
-
-/* A webhook or email ready to go: read from the outbox inside the batch's
- * transaction; its payload is made and it is handed to the channel after
- * the commit (the write lock is the engine's bottleneck: nothing that can
- * wait is done under it). */
-typedef struct send_job {
-    item it; /* first: a job sorts and searches as its item */
-    bool webhook, late;
-    int64_t fired_ms, user_id, event_id, occurrence_ms;
-    char *body, *target, *secret, *summary;
-} send_job;
-
-/* s as the inside of a JSON string, when it is plain ASCII (false
- * otherwise: jansson then checks and writes the UTF-8). out needs 6 bytes
- * a character and one more. */
-static bool json_ascii(const char *s, char *out)
-{
-    static const char hex[] = "0123456789abcdef";
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch >= 0x80) return false;
-        if (ch == '"' || ch == '\\') {
-            *out++ = '\\';
-            *out++ = (char)ch;
-        } else if (ch < 0x20 || ch == 0x7f) {
-            memcpy(out, "\\u00", 4);
-            out[4] = hex[ch >> 4];
-            out[5] = hex[ch & 15];
-            out += 6;
-        } else {
-            *out++ = (char)ch;
-        }
-    }
-    *out = '\0';
-    return true;
-}
-
-/* The webhook's JSON body (README: "A webhook's JSON body"). Written
- * straight out: through jansson it was a tenth of the engine's CPU on
- * bench/reminders. */
-static char *payload_of(const send_job *j)
-{
-    char ev[17], user[17], orig[32], due[32], fired[32];
-    base_id_format(j->event_id, ev);
-    base_id_format(j->user_id, user);
-    rfc3339_format_ms(j->occurrence_ms, orig, sizeof orig);
-    rfc3339_format_ms(j->it.due_ms, due, sizeof due);
-    rfc3339_format_ms(j->fired_ms, fired, sizeof fired);
-    const char *method = j->webhook ? "webhook" : "email";
-    size_t cap = 6 * strlen(j->summary) + 400;
-    char *text = malloc(cap), *summary = malloc(cap);
-    if (text && summary && json_ascii(j->summary, summary)) {
-        snprintf(text, cap,
-                 "{\"delivery_id\":\"%s\",\"event_id\":\"%s\",\"summary\":\"%s\",\"original_start\":\"%s\","
-                 "\"due\":\"%s\",\"fired\":\"%s\",\"user_id\":\"%s\",\"method\":\"%s\"%s}",
-                 j->it.id, ev, summary, orig, due, fired, user, method, j->late ? ",\"late\":true" : "");
-        free(summary);
-        return text;
-    }
-    free(text);
-    free(summary);
-    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "delivery_id", j->it.id, "event_id", ev, "summary",
-                          j->summary, "original_start", orig, "due", due, "fired", fired, "user_id", user, "method",
-                          method);
-    if (o && j->late) json_object_set_new(o, "late", json_true());
-    text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-    json_decref(o);
-    return text;
-}
-
-static void send_job_free(send_job *j)
-{
-    free(j->body);
-    free(j->target);
-    free(j->secret);
-    free(j->summary);
-}
-
-/* Inside the transaction: reads what to send -- set statements for the
- * whole batch. A claim has already made each row private to this node
- * until due + NOTIFY_HOLD_MS, time enough for an on-time send to be
- * answered; so only sends that go out near or past their hold (a
- * backlog) push it back here, and extend_holds sees to sends still out
- * when it nears. (A hold written for every send cost each row a rewrite
- * and two index changes.) */
-#define ASYNC_CANCEL(BATCH) "UPDATE deliveries SET state = 'cancelled', updated_ms = $2 WHERE " BATCH
-#define ASYNC_HOLD(BATCH) "UPDATE deliveries SET next_attempt_ms = $2 WHERE " BATCH
-/* The 2xx answers to sends that went out at $3: done, recording when the
- * attempt went out and whether it was late ($4 the grace) -- what its
- * payload said, and what the admin view shows. $2 is now. (Answers are
- * recorded grouped by their send time, which a batch of sends shares: an
- * UPDATE ... FROM a list of per-row values cost SQLite a third more.) */
-#define ASYNC_DONE(BATCH)                                                                                  \
-    "UPDATE deliveries SET state = 'done', attempts = attempts + 1, updated_ms = $2, fired_ms = $3, "       \
-    "late = CASE WHEN $3 - due_ms > $4 THEN 1 ELSE 0 END WHERE " BATCH
-/* What to send, for the batch's pending rows: user, event, summary and
- * occurrence for the payload, then target, secret, id; live = its reminder
- * and endpoint (webhook, or the user for email) still exist. One pass
- * over the ids: a UNION of a webhook and an email part looked every id
- * up twice. */
-#define ASYNC_READ(BATCH_D)                                                                                \
-    "SELECT d.user_id, d.event_id, d.summary, d.occurrence_ms, "                                           \
-    "CASE WHEN d.channel = 'webhook' THEN w.url ELSE u.email END, "                                        \
-    "CASE WHEN d.channel = 'webhook' THEN w.secret ELSE '' END, d.id, "                                    \
-    "CASE WHEN COALESCE(w.id, u.id) IS NOT NULL AND " ASYNC_LIVE " THEN 1 ELSE 0 END FROM deliveries d "   \
-    "LEFT JOIN webhooks w ON d.channel = 'webhook' AND w.id = d.endpoint_id "                             \
-    "LEFT JOIN users u ON d.channel = 'email' AND u.id = d.user_id "                                      \
-    "WHERE d.channel IN ('webhook', 'email') AND " BATCH_D
-#define ASYNC_LIVE "EXISTS (SELECT 1 FROM reminders r WHERE r.id = d.reminder_id)"
-/* A send whose hold ends sooner than this gets it pushed back (to
- * NOTIFY_SEND_HOLD_MS from now), at the send or by extend_holds, which
- * looks every NOTIFY_EXTEND_TICK_MS. */
-#define NOTIFY_EXTEND_MARGIN_MS 1500
-/* An item still waiting in the heap near its hold (the node is behind)
- * gets this much more: long enough that a node far behind extends each
- * row about once, short enough that after a crash its rows are taken
- * over soon. At most NOTIFY_BEHIND_BATCH a look. */
-#define NOTIFY_BEHIND_HOLD_MS 10000
-#define NOTIFY_BEHIND_BATCH 5000
-#define NOTIFY_EXTEND_TICK_MS 250
-
-static int item_cmp_id(const void *a, const void *b)
-{
-    return strcmp(((const item *)a)->id, ((const item *)b)->id);
-}
-
-/* One set statement over a subset of items (nothing to do when empty). */
-static int items_exec(store *db, const char *sql, const item *its, size_t n, int64_t at, const int64_t *arg3)
-{
-    if (n == 0) return STORE_OK;
-    char *ids = ids_json(its, n);
-    if (!ids) return STORE_ERROR;
-    int rc = batch_exec(db, sql, ids, at, arg3);
-    free(ids);
-    return rc;
-}
-
-/* A send read by ASYNC_READ: what its payload says and where it goes. */
-static bool send_job_fill(notify_engine *e, store_stmt *st, const item *it, int64_t now, send_job *j)
-{
-    memset(j, 0, sizeof *j);
-    j->it = *it;
-    j->late = is_late(e, it, now);
-    j->fired_ms = now;
-    j->webhook = it->channel == NOTIFY_CHAN_WEBHOOK;
-    j->user_id = store_col_int64(st, 0);
-    j->event_id = store_col_int64(st, 1);
-    j->occurrence_ms = store_col_int64(st, 3);
-    j->target = strdup(store_col_text(st, 4));
-    j->secret = strdup(store_col_text(st, 5));
-    j->summary = strdup(store_col_text(st, 2));
-    if (j->target && j->secret && j->summary) return true;
-    send_job_free(j);
-    return false; /* stays pending: retried after the hold */
-}
-
-/* A batch of sends as it is worked out: what each item comes to, first
- * without the database (late under the skip policy: missed; no channel
- * for it: a failed attempt), then from a read of the rest (still pending
- * and live: a job; its reminder or endpoint gone: cancelled; else nothing
- * to do), then the writes that follow, if any. */
-typedef struct send_plan {
-    notify_engine *e;
-    int64_t now;
-    item *missed, *unavailable, *no_email, *cands, *cancel, *hold;
-    size_t nmissed, nunavailable, nno_email, ncands, ncancel, nhold;
-    char *fate; /* SEND_* per candidate (sorted by id) */
-    send_job *jobs;
-    size_t k;
-} send_plan;
-
-enum { SEND_UNSEEN, SEND_GONE, SEND_TAKEN };
-
-static void plan_free(send_plan *p)
-{
-    free(p->missed);
-    free(p->unavailable);
-    free(p->no_email);
-    free(p->cands);
-    free(p->cancel);
-    free(p->hold);
-    free(p->fate);
-}
-
-/* Sorts the items by what needs no database. */
-static bool plan_sort(send_plan *p, const item *its, size_t n)
-{
-    notify_engine *e = p->e;
-    p->missed = malloc(n * sizeof *p->missed);
-    p->unavailable = malloc(n * sizeof *p->unavailable);
-    p->no_email = malloc(n * sizeof *p->no_email);
-    p->cands = malloc(n * sizeof *p->cands);
-    p->cancel = malloc(n * sizeof *p->cancel);
-    p->hold = malloc(n * sizeof *p->hold);
-    p->fate = calloc(n, 1);
-    if (!p->missed || !p->unavailable || !p->no_email || !p->cands || !p->cancel || !p->hold || !p->fate)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        bool webhook = its[i].channel == NOTIFY_CHAN_WEBHOOK;
-        if (is_late(e, &its[i], p->now) && e->o.late_policy == NOTIFY_LATE_SKIP) p->missed[p->nmissed++] = its[i];
-        else if (!e->o.channels || (webhook && !e->has_webhooks)) p->unavailable[p->nunavailable++] = its[i];
-        else if (!webhook && !channels_email_enabled(e->o.channels)) p->no_email[p->nno_email++] = its[i];
-        else p->cands[p->ncands++] = its[i];
-    }
-    qsort(p->cands, p->ncands, sizeof *p->cands, item_cmp_id);
-    return true;
-}
-
-static void plan_read_row(send_plan *p, store_stmt *st)
-{
-    item key;
-    snprintf(key.id, sizeof key.id, "%s", store_col_text(st, 6));
-    item *it = bsearch(&key, p->cands, p->ncands, sizeof key, item_cmp_id);
-    if (!it || p->fate[it - p->cands] != SEND_UNSEEN) return;
-    char *fate = &p->fate[it - p->cands];
-    if (!store_col_int64(st, 7)) *fate = SEND_GONE;
-    else if (send_job_fill(p->e, st, it, p->now, &p->jobs[p->k])) {
-        *fate = SEND_TAKEN;
-        p->k++;
-    }
-    /* else left UNSEEN: stays pending, retried after its hold */
-}
-
-/* Reads the candidates' sends -- on SQLite through a connection of the
- * worker's own, outside the write lock (readers do not wait for the
- * writer in WAL mode; the lock is the engine's bottleneck). Then lists
- * the rows to cancel and the sends going out near or past their hold. */
-static int plan_read(send_plan *p, store *ro)
-{
-    if (p->ncands == 0) return STORE_OK;
-    bool pg = store_backend_of(ro) == STORE_PG;
-    char *ids = ids_json(p->cands, p->ncands);
-    if (!ids) return STORE_ERROR;
-    store_stmt *st = store_prepare(ro, pg ? ASYNC_READ(BATCH_PG_OF("d.")) : ASYNC_READ(BATCH_SQLITE_OF("d.")));
-    store_bind_str(st, 1, ids);
-    int rc;
-    while ((rc = store_step(st)) == STORE_ROW) plan_read_row(p, st);
-    store_reset(st);
-    free(ids);
-    if (rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
-    for (size_t i = 0; i < p->ncands; i++)
-        if (p->fate[i] == SEND_GONE) p->cancel[p->ncancel++] = p->cands[i];
-    int64_t held_to = p->now + NOTIFY_SEND_HOLD_MS;
-    for (size_t i = 0; i < p->k; i++)
-        if (p->jobs[i].it.hold_ms < p->now + NOTIFY_EXTEND_MARGIN_MS) {
-            p->jobs[i].it.hold_ms = held_to;
-            p->hold[p->nhold++] = p->jobs[i].it;
-        }
-    return STORE_OK;
-}
-
-/* Inside the transaction: the writes the plan calls for. */
-static int plan_write(send_plan *p, store *db)
-{
-    notify_engine *e = p->e;
-    bool pg = store_backend_of(db) == STORE_PG;
-    int rc = items_exec(db, pg ? LATE_MISSED(BATCH_PG) : LATE_MISSED(BATCH_SQLITE), p->missed, p->nmissed, p->now,
-                        &e->o.grace_ms);
-    /* A misconfiguration, so one by one. */
-    for (size_t i = 0; i < p->nunavailable && rc == STORE_OK; i++)
-        rc = record_failure(e, db, p->unavailable[i].id, "channel not available");
-    for (size_t i = 0; i < p->nno_email && rc == STORE_OK; i++)
-        rc = record_failure_ex(e, db, p->no_email[i].id, "email is not configured on this server (--smtp-url)", true,
-                               NULL);
-    if (rc == STORE_OK)
-        rc = items_exec(db, pg ? ASYNC_HOLD(BATCH_PG) : ASYNC_HOLD(BATCH_SQLITE), p->hold, p->nhold,
-                        p->now + NOTIFY_SEND_HOLD_MS, NULL);
-    if (rc == STORE_OK)
-        rc = items_exec(db, pg ? ASYNC_CANCEL(BATCH_PG) : ASYNC_CANCEL(BATCH_SQLITE), p->cancel, p->ncancel, p->now,
-                        NULL);
-    return rc;
-}
-
-static bool plan_writes(const send_plan *p)
-{
-    return p->nmissed || p->nunavailable || p->nno_email || p->nhold || p->ncancel;
-}
-
-/* Works the batch out into jobs (*k of them), writing what it must in
- * one transaction -- for an on-time batch, nothing. On failure no job is
- * left: the rows stay pending and are retried after their hold. */
-static void send_prepare(notify_engine *e, store *db, store *ro, const item *its, size_t n, send_job *jobs,
-                         size_t *k)
-{
-    send_plan p = {.e = e, .now = base_now_ms(), .jobs = jobs};
-    int rc = plan_sort(&p, its, n) ? plan_read(&p, ro) : STORE_ERROR;
-    if (rc != STORE_OK) log_warn("reminders: reading a send batch failed: %s", store_errmsg(ro));
-    if (rc == STORE_OK && plan_writes(&p)) {
-        write_lock(e);
-        rc = store_begin(db);
-        if (rc == STORE_OK) rc = plan_write(&p, db);
-        if (rc == STORE_OK) rc = store_commit(db);
-        if (rc != STORE_OK) {
-            log_warn("reminders: send batch failed: %s", store_errmsg(db));
-            store_rollback(db);
-        }
-        write_unlock(e);
-    }
-    if (rc != STORE_OK) {
-        for (size_t i = 0; i < p.k; i++) send_job_free(&jobs[i]);
-        p.k = 0;
-    }
-    *k = p.k;
-    plan_free(&p);
-}
-
-/* After the commit: hands the send to its channel. False when the channel
- * would not take it (its queue is full). */
-static bool send_dispatch(notify_engine *e, send_job *j)
-{
-    send_ctx *sc = calloc(1, sizeof *sc);
-    if (!sc) return false;
-    sc->e = e;
-    snprintf(sc->id, sizeof sc->id, "%s", j->it.id);
-    sc->late = j->late;
-    sc->fired_ms = j->fired_ms;
-    pthread_mutex_lock(&e->mu);
-    e->in_flight++;
-    e->flights[flight_slot(e, j->it.id)].hold_ms = j->it.hold_ms;
-    pthread_mutex_unlock(&e->mu);
-    int sent;
-    if (j->webhook) {
-        sent = (j->body = payload_of(j)) ? channels_webhook(e->o.channels, j->target, j->secret, j->it.id, j->body,
-                                                            strlen(j->body), send_done, sc)
-                                         : -1;
-    } else {
-        char subject[300], text[1400], html[1600], safe[1200];
-        snprintf(subject, sizeof subject, "Reminder: %.200s%s", j->summary, j->late ? " (late)" : "");
-        snprintf(text, sizeof text, "Reminder: %.1000s\nDelivery %s\n", j->summary, j->it.id);
-        html_escape(j->summary, safe, sizeof safe);
-        snprintf(html, sizeof html, "<p>Reminder: <b>%s</b></p>", safe);
-        sent = channels_email(e->o.channels, j->target, subject, text, html, j->it.id, send_done, sc);
-    }
-    if (sent == 0) return true; /* sc is the channel's now */
-    pthread_mutex_lock(&e->mu);
-    if (--e->in_flight == 0) pthread_cond_broadcast(&e->idle);
-    pthread_mutex_unlock(&e->mu);
-    free(sc);
-    return false;
-}
-
-/* Marks the batch's rows as being sent by this node, dropping (in place)
- * the items whose row a send of this node already has. Returns how many
- * are left. */
-static size_t flights_begin(notify_engine *e, item *its, size_t n)
-{
-    size_t k = 0;
-    pthread_mutex_lock(&e->mu);
-    for (size_t i = 0; i < n; i++)
-        if (flight_take(e, its[i].id, its[i].hold_ms)) its[k++] = its[i];
-    pthread_mutex_unlock(&e->mu);
-    return k;
-}
-
-/* Webhook and email items of a batch: one transaction reads them all,
- * then each goes to its channel; the few a full channel refuses are
- * recorded as failed attempts together. An item handed to a channel
- * stays this node's send until its answer is recorded (apply_results);
- * any other stops being one here (left pending, it is retried after its
- * hold). */
-static void deliver_async_batch(notify_engine *e, store *db, store *ro, item *its, size_t n)
-{
-    n = flights_begin(e, its, n);
-    if (n == 0) return;
-    send_job *jobs = calloc(n, sizeof *jobs);
-    size_t k = 0, refused = 0;
-    if (jobs) send_prepare(e, db, ro, its, n, jobs, &k);
-    for (size_t i = 0; i < k; i++)
-        if (!send_dispatch(e, &jobs[i])) {
-            item it = jobs[i].it; /* keep the item only, at the front */
-            send_job_free(&jobs[i]);
-            jobs[i] = jobs[refused];
-            jobs[refused++] = (send_job){.it = it};
-        }
-    if (refused) {
-        write_lock(e);
-        bool tx = store_begin(db) == STORE_OK;
-        for (size_t i = 0; i < refused; i++) record_failure(e, db, jobs[i].it.id, "channel queue full");
-        if (tx && store_commit(db) != STORE_OK) store_rollback(db);
-        write_unlock(e);
-    }
-    /* (A job starts with its item: the jobs sort and search as items.) */
-    if (k > refused) qsort(jobs + refused, k - refused, sizeof *jobs, item_cmp_id);
-    pthread_mutex_lock(&e->mu);
-    for (size_t i = 0; i < n; i++)
-        if (k == refused || !bsearch(&its[i], jobs + refused, k - refused, sizeof *jobs, item_cmp_id))
-            flight_drop(e, its[i].id);
-    pthread_mutex_unlock(&e->mu);
-    for (size_t i = 0; i < k; i++) send_job_free(&jobs[i]);
-    free(jobs);
-}
-
-static int result_cmp_fired(const void *a, const void *b)
-{
-    int64_t x = (*(const result *const *)a)->fired_ms, y = (*(const result *const *)b)->fired_ms;
-    return x < y ? -1 : x > y;
-}
-
-/* The successes sent at one time, as one ASYNC_DONE. */
-static int done_group(notify_engine *e, store *db, result **ok, size_t n, int64_t now)
-{
-    item *its = malloc(n * sizeof *its);
-    if (!its) return STORE_ERROR;
-    for (size_t i = 0; i < n; i++) snprintf(its[i].id, sizeof its->id, "%s", ok[i]->id);
-    char *ids = ids_json(its, n);
-    free(its);
-    if (!ids) return STORE_ERROR;
-    bool pg = store_backend_of(db) == STORE_PG;
-    store_stmt *st = store_prepare(db, pg ? ASYNC_DONE(BATCH_PG) : ASYNC_DONE(BATCH_SQLITE));
-    store_bind_str(st, 1, ids);
-    store_bind_int64(st, 2, now);
-    store_bind_int64(st, 3, ok[0]->fired_ms);
-    store_bind_int64(st, 4, e->o.grace_ms);
-    int rc = store_step(st);
-    store_reset(st);
-    free(ids);
-    return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
-}
-
-/* The channels' answers, recorded in one transaction: the successes in a
- * set statement per send time, each failure with its own backoff. */
-static int apply_results_in(notify_engine *e, store *db, result *res)
-{
-    size_t n = 0, nok = 0;
-    for (result *r = res; r; r = r->next) n++;
-    result **ok = malloc(n * sizeof *ok);
-    if (!ok) return STORE_ERROR;
-    int rc = STORE_OK;
-    for (result *r = res; r && rc == STORE_OK; r = r->next) {
-        if (r->ok) ok[nok++] = r;
-        else rc = record_failure_ex(e, db, r->id, r->error, false, r);
-    }
-    qsort(ok, nok, sizeof *ok, result_cmp_fired);
-    int64_t now = base_now_ms();
-    for (size_t i = 0, j; i < nok && rc == STORE_OK; i = j) {
-        for (j = i + 1; j < nok && ok[j]->fired_ms == ok[i]->fired_ms; j++) continue;
-        rc = done_group(e, db, ok + i, j - i, now);
-    }
-    free(ok);
-    return rc;
-}
-
-/* Records the answers; then their rows stop being this node's sends (on
- * failure to record they stay pending, and are retried after the hold). */
-static void apply_results(notify_engine *e, store *db, result *res)
-{
-    if (!res) return;
-    write_lock(e);
-    int rc = store_begin(db);
-    if (rc == STORE_OK) rc = apply_results_in(e, db, res);
-    if (rc == STORE_OK) rc = store_commit(db);
-    if (rc != STORE_OK) {
-        log_warn("reminders: cannot record delivery results: %s", store_errmsg(db));
-        store_rollback(db);
-    }
-    write_unlock(e);
-    pthread_mutex_lock(&e->mu);
-    for (result *r = res; r; r = r->next) flight_drop(e, r->id);
-    pthread_mutex_unlock(&e->mu);
-    while (res) {
-        result *next = res->next;
-        free(res);
-        res = next;
-    }
-}
-
-/* Under e->mu: webhook and email items still waiting in the heap below
- * index i whose hold ends within the margin get it pushed to held_to (in
- * memory), and are added to out (at most NOTIFY_BEHIND_BATCH of them).
- * In-app items are left to lapse: a second delivery of one finds it done
- * and writes nothing, so pushing its hold would cost as much as the
- * takeover it saves -- and after a restart, under SQLite's one writer,
- * those writes slowed the backlog's drain. Every item's hold
- * is at least its due time plus NOTIFY_HOLD_MS (claims and polls set it
- * so), so only items due before now + margin - NOTIFY_HOLD_MS can be
- * among them, and the heap's order cuts the walk there. */
-static void heap_holds_near(item_buf *h, size_t i, int64_t now, int64_t held_to, item_buf *out)
-{
-    if (i >= h->n || out->n >= NOTIFY_BEHIND_BATCH ||
-        h->v[i].due_ms >= now + NOTIFY_EXTEND_MARGIN_MS - NOTIFY_HOLD_MS)
-        return;
-    if (h->v[i].channel != NOTIFY_CHAN_INAPP && h->v[i].hold_ms < now + NOTIFY_EXTEND_MARGIN_MS) {
-        if (!buf_add(out, &h->v[i])) return;
-        h->v[i].hold_ms = held_to;
-    }
-    heap_holds_near(h, 2 * i + 1, now, held_to, out);
-    heap_holds_near(h, 2 * i + 2, now, held_to, out);
-}
-
-/* Under e->mu: may extend_holds have work -- sends out, or heap items
- * whose hold nears its end? (The heap's first item is the one due first.) */
-static bool holds_to_watch(const notify_engine *e, int64_t now)
-{
-    return e->nflights > 0 ||
-           (e->heap.n > 0 && e->heap.v[0].due_ms < now + NOTIFY_EXTEND_MARGIN_MS - NOTIFY_HOLD_MS);
-}
-
-/* Under e->mu: the sends still out whose hold nears its end (a slow
- * receiver) get it pushed to held_to, and are added to out. */
-static void flight_holds_near(notify_engine *e, int64_t now, int64_t held_to, item_buf *out)
-{
-    for (size_t i = 0; i <= e->flights_mask; i++) {
-        flight *f = &e->flights[i];
-        if (!f->id[0] || f->hold_ms >= now + NOTIFY_EXTEND_MARGIN_MS) continue;
-        item it = {.hold_ms = held_to};
-        snprintf(it.id, sizeof it.id, "%s", f->id);
-        if (!buf_add(out, &it)) return;
-        f->hold_ms = held_to;
-    }
-}
-
-/* Pushes back the holds that near their end of this node's rows, so no
- * node's outbox poll takes them meanwhile: sends still out (a slow
- * receiver), and items still waiting in the heap (this node is behind:
- * taken over, each would be delivered again by a poll -- more work for a
- * node already behind, and on another node a second send). */
-static void extend_holds(notify_engine *e, store *db, int64_t now)
-{
-    item_buf sends = {0}, waiting = {0};
-    int64_t send_to = now + NOTIFY_SEND_HOLD_MS, wait_to = now + NOTIFY_BEHIND_HOLD_MS;
-    pthread_mutex_lock(&e->mu);
-    flight_holds_near(e, now, send_to, &sends);
-    heap_holds_near(&e->heap, 0, now, wait_to, &waiting);
-    pthread_mutex_unlock(&e->mu);
-    if (sends.n + waiting.n > 0) {
-        bool pg = store_backend_of(db) == STORE_PG;
-        const char *sql = pg ? ASYNC_HOLD(BATCH_PG) : ASYNC_HOLD(BATCH_SQLITE);
-        write_lock(e);
-        int rc = store_begin(db);
-        if (rc == STORE_OK) rc = items_exec(db, sql, sends.v, sends.n, send_to, NULL);
-        if (rc == STORE_OK) rc = items_exec(db, sql, waiting.v, waiting.n, wait_to, NULL);
-        if (rc == STORE_OK) rc = store_commit(db);
-        if (rc != STORE_OK) {
-            /* Another node may then take some over after their hold: sent
-             * twice, under one delivery id (at least once). */
-            log_warn("reminders: cannot extend the holds of %zu rows: %s", sends.n + waiting.n, store_errmsg(db));
-            store_rollback(db);
-        }
-        write_unlock(e);
-    }
-    free(sends.v);
-    free(waiting.v);
-}
-
-/* Under e->mu: the answers, when it is time to record them. */
-static result *take_results(notify_engine *e, int64_t now)
-{
-    if (!e->results) return NULL;
-    if (e->nresults < NOTIFY_RESULT_BATCH && now < e->results_since + NOTIFY_RESULT_WAIT_MS && !e->stopping)
-        return NULL;
-    result *res = e->results;
-    e->results = NULL;
-    e->nresults = 0;
-    return res;
-}
+/* ---- the delivery workers ------------------------------------------------ */
 
 /* Under e->mu: when the first due item may wait for company, the time
  * to wake up and take them, else 0. PostgreSQL only: there each batch is
@@ -2144,9 +123,10 @@ static result *take_results(notify_engine *e, int64_t now)
  * (on SQLite the write lock already gathers them). */
 static int64_t linger_until(notify_engine *e, int64_t now)
 {
-    if (e->serialize_writes || e->heap.n == 0 || e->heap.v[0].due_ms > now) return 0;
-    int64_t until = e->heap.v[0].due_ms + NOTIFY_LINGER_MS;
-    if (now >= until || heap_due_from(&e->heap, 0, now, NOTIFY_LINGER_BATCH) >= NOTIFY_LINGER_BATCH) return 0;
+    const notify_item *top = notify_heap_peek(&e->heap);
+    if (store_gate_serializes(&e->gate) || !top || top->due_ms > now) return 0;
+    int64_t until = top->due_ms + NOTIFY_LINGER_MS;
+    if (now >= until || notify_heap_due_count(&e->heap, now, NOTIFY_LINGER_BATCH) >= NOTIFY_LINGER_BATCH) return 0;
     return until;
 }
 
@@ -2154,23 +134,26 @@ static int64_t linger_until(notify_engine *e, int64_t now)
  * while the channels have room (the rest wait in the heap: a send the
  * channel refuses would be a failed attempt). Returns how many; *async
  * counts the channel ones, *full says the channels stopped it. */
-static size_t take_due(notify_engine *e, item *batch, int64_t now, int *async, bool *full)
+static size_t take_due(notify_engine *e, notify_item *batch, int64_t now, int *async, bool *full)
 {
     size_t n = 0;
     *async = 0;
     *full = false;
-    /* Once full, nothing until a batch's worth is free (see send_done). */
+    /* Once full, nothing until a batch's worth is free (see send_done in
+     * notify_send.c). */
     int room = e->send_cap - e->in_flight - e->sending;
     if (e->send_waiting && room < e->send_room) room = 0;
-    while (n < NOTIFY_DELIVER_BATCH && e->heap.n > 0 && e->heap.v[0].due_ms <= now) {
-        if (e->heap.v[0].channel != NOTIFY_CHAN_INAPP) {
+    while (n < NOTIFY_DELIVER_BATCH) {
+        const notify_item *top = notify_heap_peek(&e->heap);
+        if (!top || top->due_ms > now) break;
+        if (top->channel != NOTIFY_CHAN_INAPP) {
             if (*async >= room) {
                 *full = e->send_waiting = true;
                 break;
             }
             ++*async;
         }
-        batch[n++] = heap_pop(e);
+        batch[n++] = notify_heap_pop(&e->heap);
     }
     e->sending += *async;
     return n;
@@ -2178,17 +161,17 @@ static size_t take_due(notify_engine *e, item *batch, int64_t now, int *async, b
 
 /* Outside e->mu: in-app items at the front, the channels' behind; each
  * kind goes as one batch. */
-static void deliver_batch(notify_engine *e, store *db, store *ro, item *batch, size_t n)
+static void deliver_batch(notify_engine *e, store *db, store *ro, notify_item *batch, size_t n)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (batch[i].channel == NOTIFY_CHAN_INAPP) {
-            item t = batch[k];
+            notify_item t = batch[k];
             batch[k++] = batch[i];
             batch[i] = t;
         }
-    deliver_inapp_batch(e, db, batch, k);
-    deliver_async_batch(e, db, ro, batch + k, n - k);
+    notify_deliver_inapp_batch(e, db, batch, k);
+    notify_deliver_async_batch(e, db, ro, batch + k, n - k);
 }
 
 /* SQLite: the worker's own connection for the reads of its sends, which
@@ -2196,7 +179,7 @@ static void deliver_batch(notify_engine *e, store *db, store *ro, item *batch, s
  * the writers'). PostgreSQL: the worker's connection does both. */
 static store *reader_open(notify_engine *e, store *db)
 {
-    if (!e->serialize_writes) return db;
+    if (!store_gate_serializes(&e->gate)) return db;
     store *ro = engine_db_open(e, "delivery reader");
     if (ro && store_exec(ro, "PRAGMA query_only = 1") != STORE_OK) {
         store_close(ro);
@@ -2205,27 +188,41 @@ static store *reader_open(notify_engine *e, store *db)
     return ro;
 }
 
+/* Under e->mu, with nothing to do now: waits until the linger ends, the
+ * first item is due (unless the channels are full: then until woken),
+ * the answers waiting are to be recorded, or the holds are to be looked
+ * at -- or until woken. */
+static void worker_wait(notify_engine *e, int64_t now, int64_t linger, bool full)
+{
+    const notify_item *top = notify_heap_peek(&e->heap);
+    int64_t wake = linger ? linger : top && !full ? top->due_ms : now + 1000;
+    if (e->results && e->results_since + NOTIFY_RESULT_WAIT_MS < wake) wake = e->results_since + NOTIFY_RESULT_WAIT_MS;
+    if (notify_holds_to_watch(e, now) && e->next_extend_ms < wake) wake = e->next_extend_ms;
+    struct timespec ts = {.tv_sec = wake / 1000, .tv_nsec = (wake % 1000) * 1000000};
+    pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+}
+
 static void *worker_main(void *p)
 {
     notify_engine *e = p;
     base_thread_name("rem-worker");
-    store *db = thread_db(e, "delivery worker");
+    store *db = notify_thread_db(e, "delivery worker");
     if (!db) return NULL;
     store *ro = reader_open(e, db);
-    item *batch = malloc(NOTIFY_DELIVER_BATCH * sizeof *batch);
+    notify_item *batch = malloc(NOTIFY_DELIVER_BATCH * sizeof *batch);
     if (!batch || !ro) {
         free(batch);
         if (ro && ro != db) store_close(ro);
-        thread_db_close(e, db);
+        notify_thread_db_close(e, db);
         return NULL;
     }
     pthread_mutex_lock(&e->mu);
     while (!e->stopping) {
         int64_t now = base_now_ms();
-        if (holds_to_watch(e, now) && now >= e->next_extend_ms) {
+        if (notify_holds_to_watch(e, now) && now >= e->next_extend_ms) {
             e->next_extend_ms = now + NOTIFY_EXTEND_TICK_MS;
             pthread_mutex_unlock(&e->mu);
-            extend_holds(e, db, now);
+            notify_extend_holds(e, db, now);
             pthread_mutex_lock(&e->mu);
             continue;
         }
@@ -2235,21 +232,16 @@ static void *worker_main(void *p)
          * were nine rows. While the due items linger, answers that are
          * ready are recorded alone. */
         int64_t linger = linger_until(e, now);
-        result *res = take_results(e, now);
+        notify_result *res = notify_take_results(e, now);
         int async = 0;
         bool full = false;
         size_t n = linger ? 0 : take_due(e, batch, now, &async, &full);
         if (!res && n == 0) {
-            int64_t wake = linger ? linger : e->heap.n > 0 && !full ? e->heap.v[0].due_ms : now + 1000;
-            if (e->results && e->results_since + NOTIFY_RESULT_WAIT_MS < wake)
-                wake = e->results_since + NOTIFY_RESULT_WAIT_MS;
-            if (holds_to_watch(e, now) && e->next_extend_ms < wake) wake = e->next_extend_ms;
-            struct timespec ts = {.tv_sec = wake / 1000, .tv_nsec = (wake % 1000) * 1000000};
-            pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+            worker_wait(e, now, linger, full);
             continue;
         }
         pthread_mutex_unlock(&e->mu);
-        apply_results(e, db, res);
+        notify_apply_results(e, db, res);
         deliver_batch(e, db, ro, batch, n);
         pthread_mutex_lock(&e->mu);
         e->sending -= async;
@@ -2257,12 +249,12 @@ static void *worker_main(void *p)
     }
     /* Answers already in are recorded: dropped, their rows would be sent
      * again after the hold. */
-    result *res = take_results(e, base_now_ms());
+    notify_result *res = notify_take_results(e, base_now_ms());
     pthread_mutex_unlock(&e->mu);
-    apply_results(e, db, res);
+    notify_apply_results(e, db, res);
     free(batch);
     if (ro != db) store_close(ro);
-    thread_db_close(e, db);
+    notify_thread_db_close(e, db);
     return NULL;
 }
 
@@ -2298,10 +290,7 @@ notify_engine *notify_engine_new(const notify_opts *o)
         snprintf(name, sizeof name, NOTIFY_GROUP_PREFIX "%03d", i);
         lease_hold_init(&e->groups[i].hold, name, e->owner);
     }
-    e->serialize_writes = strncmp(o->db_url, "sqlite:", 7) == 0;
-    pthread_mutex_init(&e->write_mu, NULL);
-    pthread_mutex_init(&e->gate_mu, NULL);
-    pthread_cond_init(&e->gate_cv, NULL);
+    store_gate_init(&e->gate, strncmp(o->db_url, "sqlite:", 7) == 0);
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
     pthread_cond_init(&e->idle, NULL);
@@ -2328,21 +317,18 @@ int notify_engine_start(notify_engine *e)
     e->send_room = e->send_cap / 4 < 1 ? 1 : e->send_cap / 4 > 256 ? 256 : e->send_cap / 4;
     /* Sends being made: at most the channels' capacity (without channels,
      * the batches the workers hold), each until its answer is recorded. */
-    size_t slots = 16, bound = (size_t)(e->o.channels ? e->send_cap : NOTIFY_DELIVER_BATCH * e->o.workers);
-    while (slots < 4 * bound) slots *= 2;
-    if (!(e->flights = calloc(slots, sizeof *e->flights))) return -1;
-    e->flights_mask = slots - 1;
-    if (e->serialize_writes) {
+    size_t bound = (size_t)(e->o.channels ? e->send_cap : NOTIFY_DELIVER_BATCH * e->o.workers);
+    if (!notify_flights_init(&e->flights, bound)) return -1;
+    if (store_gate_serializes(&e->gate)) {
         if (!(e->shared = engine_db_open(e, "engine"))) return -1;
         if (store_exec(e->shared, "PRAGMA wal_autocheckpoint = 0") != STORE_OK ||
-            pthread_create(&e->checkpointer, NULL, checkpointer_main, e) != 0) {
+            !(e->checkpoint = store_checkpoint_start(e->o.db_url, &e->gate, "reminders", "rem-checkpoint"))) {
             log_error("reminders: cannot start the checkpointer");
             return -1;
         }
-        e->checkpointer_started = true;
-        store_set_guard(e->shared, write_is_held, e);
+        store_set_guard(e->shared, store_gate_held, &e->gate);
     }
-    if (pthread_create(&e->scanner, NULL, scanner_main, e) != 0) {
+    if (pthread_create(&e->scanner, NULL, notify_scanner_main, e) != 0) {
         log_error("reminders: cannot start the scanner");
         return -1;
     }
@@ -2374,8 +360,8 @@ void notify_engine_free(notify_engine *e)
     e->stopping = true;
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
+    store_checkpoint_stop(e->checkpoint);
     if (e->scanner_started) pthread_join(e->scanner, NULL);
-    if (e->checkpointer_started) pthread_join(e->checkpointer, NULL);
     for (int i = 0; i < e->nworkers_started; i++) pthread_join(e->workers[i], NULL);
     /* Sends still out will call send_done; wait for them (channel
      * timeouts bound this). Their results are dropped: the rows stay
@@ -2384,20 +370,18 @@ void notify_engine_free(notify_engine *e)
     while (e->in_flight > 0) pthread_cond_wait(&e->idle, &e->mu);
     pthread_mutex_unlock(&e->mu);
     while (e->results) {
-        result *next = e->results->next;
+        notify_result *next = e->results->next;
         free(e->results);
         e->results = next;
     }
     for (int i = 0; i < e->o.groups; i++) lease_hold_destroy(&e->groups[i].hold);
     store_close(e->shared);
-    pthread_mutex_destroy(&e->write_mu);
-    pthread_mutex_destroy(&e->gate_mu);
-    pthread_cond_destroy(&e->gate_cv);
+    store_gate_destroy(&e->gate);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     pthread_cond_destroy(&e->idle);
-    free(e->heap.v);
-    free(e->flights);
+    notify_heap_free(&e->heap);
+    notify_flights_free(&e->flights);
     free(e->groups);
     free(e->workers);
     free(e);

@@ -160,7 +160,7 @@ static const store_migration notify_steps[] = {
      DELIVERIES_INDEXES,
      "DROP INDEX deliveries_queue;" DELIVERIES_INDEXES},
     /* PostgreSQL's inbox keeps a delivery out twice by the outbox row's
-     * change from pending (see INAPP_DELIVER_PG in notify_engine.c), so
+     * change from pending (see INAPP_DELIVER_PG in notify_inapp.c), so
      * its unique index on delivery_id -- a third of an inbox INSERT's cost
      * at 1M reminders a minute -- goes. SQLite keeps it: it costs little
      * there, and dropping it means rebuilding the table. */

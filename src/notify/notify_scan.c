@@ -1,0 +1,246 @@
+/* notify_scan.c -- the scanner thread: each tick it renews and rebalances
+ * the lease groups, drains the events marked dirty, takes over outbox rows
+ * whose next attempt is due (retries, and the claims of a node that died),
+ * and claims what is due (notify_claim.c). On shutdown it releases the
+ * groups so other nodes take the shards at once. */
+#include "notify/notify_int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "base/base.h"
+#include "cluster/nodes.h"
+
+/* ---- the outbox poll ---------------------------------------------------- */
+
+/* Outbox rows whose next attempt is due: retries, and claims of a node
+ * that died. Taken with SKIP LOCKED so nodes split them. */
+static int poll_outbox(notify_engine *e, store *db)
+{
+    bool pg = store_backend_of(db) == STORE_PG;
+    int64_t now = base_now_ms();
+    if (store_begin(db) != STORE_OK) return -1;
+    store_stmt *st = store_prepare(
+        db, pg ? "UPDATE deliveries SET next_attempt_ms = $2 WHERE id IN (SELECT id FROM deliveries "
+                 "WHERE state = 'pending' AND next_attempt_ms <= $1 ORDER BY next_attempt_ms LIMIT $3 "
+                 "FOR UPDATE SKIP LOCKED) RETURNING id, channel, due_ms"
+               : "UPDATE deliveries SET next_attempt_ms = $2 WHERE id IN (SELECT id FROM deliveries "
+                 "WHERE state = 'pending' AND next_attempt_ms <= $1 ORDER BY next_attempt_ms LIMIT $3) "
+                 "RETURNING id, channel, due_ms");
+    store_bind_int64(st, 1, now);
+    /* Short, like a fresh claim's: if this node dies too, the next taker
+     * should not wait long. A webhook/email send extends it when it starts. */
+    store_bind_int64(st, 2, now + NOTIFY_HOLD_MS);
+    store_bind_int64(st, 3, NOTIFY_POLL_BATCH);
+    notify_item_buf buf = {0};
+    int rc;
+    while ((rc = store_step(st)) == STORE_ROW) {
+        notify_item it = {.due_ms = store_col_int64(st, 2), .hold_ms = now + NOTIFY_HOLD_MS};
+        snprintf(it.id, sizeof it.id, "%s", store_col_text(st, 0));
+        it.channel = notify_chan_of(store_col_text(st, 1));
+        if (!notify_item_buf_add(&buf, &it)) break;
+    }
+    store_reset(st);
+    int n = (int)buf.n;
+    if (rc == STORE_DONE && store_commit(db) == STORE_OK) {
+        notify_enqueue(e, buf.v, buf.n);
+    } else {
+        store_rollback(db);
+        n = -1;
+    }
+    free(buf.v);
+    return n;
+}
+
+/* Takes every outbox row whose attempt is due, batch after batch (after
+ * downtime these are the oldest of the backlog). */
+static void poll_outbox_all(notify_engine *e, store *db)
+{
+    int n, total = 0;
+    do {
+        store_gate_lock(&e->gate);
+        n = poll_outbox(e, db);
+        store_gate_unlock(&e->gate);
+        if (n > 0) total += n;
+    } while (n == NOTIFY_POLL_BATCH && notify_queued(e) < NOTIFY_HEAP_MAX);
+    if (total) log_info("reminders: took over %d outbox rows", total);
+}
+
+/* ---- the lease groups --------------------------------------------------- */
+
+static int count_held(notify_engine *e)
+{
+    int n = 0;
+    for (int i = 0; i < e->o.groups; i++) n += e->groups[i].held;
+    return n;
+}
+
+/* Renews every group we hold in one statement (one round trip, one
+ * commit). Should it fail, the holds stay as they were and lapse unless
+ * the next heartbeat does better. */
+static void renew_held(notify_engine *e, store *db)
+{
+    lease_hold **hs = malloc((size_t)e->o.groups * sizeof *hs);
+    int *res = malloc((size_t)e->o.groups * sizeof *res);
+    if (!hs || !res) abort();
+    size_t n = 0;
+    for (int i = 0; i < e->o.groups; i++)
+        if (e->groups[i].held) hs[n++] = &e->groups[i].hold;
+    if (lease_hold_renew_many(db, hs, n, e->o.lease_ttl_ms, res) != STORE_OK)
+        log_warn("reminders: lease renewals failed: %s", store_errmsg(db));
+    for (size_t k = 0; k < n; k++) {
+        /* renew_many reorders hs: back from each hold to its group */
+        notify_group *g = (notify_group *)((char *)hs[k] - offsetof(notify_group, hold));
+        if (res[k] == LEASE_LOST || !lease_hold_valid(&g->hold, g->tenure)) {
+            log_warn("reminders: lost lease group %d", (int)(g - e->groups));
+            lease_hold_drop(&g->hold); /* so a later acquire asks the database again */
+            g->held = false;
+        }
+    }
+    free(hs);
+    free(res);
+}
+
+/* Which groups someone holds (this node included), a flag per group, as
+ * lease_list_held names them. */
+typedef struct notify_taken_set {
+    bool *v;
+    int n;
+} notify_taken_set;
+
+static void mark_taken(void *ctx, const char *name)
+{
+    notify_taken_set *t = ctx;
+    int gi;
+    if (sscanf(name, NOTIFY_GROUP_PREFIX "%d", &gi) == 1 && gi >= 0 && gi < t->n) t->v[gi] = true;
+}
+
+/* The flags, owned by the caller; NULL when they cannot be read (then
+ * every group is worth a try). */
+static bool *groups_taken(notify_engine *e, store *db)
+{
+    notify_taken_set t = {calloc((size_t)e->o.groups, sizeof *t.v), e->o.groups};
+    if (t.v && lease_list_held(db, NOTIFY_GROUP_PREFIX, mark_taken, &t) != STORE_OK) {
+        free(t.v);
+        return NULL;
+    }
+    return t.v;
+}
+
+/* Renews what we hold, then moves toward an equal share: ceil(groups /
+ * live nodes). Surplus is released at once, so a joining node finds free
+ * groups at its next heartbeat; a dead node's expire after the lease TTL.
+ * Only groups nobody holds are tried: the shares add up to more than the
+ * groups (64 over 3 nodes: 22 each), so one node is always short, and on
+ * PostgreSQL its every try at a held group waited up to 200 ms for the
+ * holder's claim to commit -- a second of its scanner's time a heartbeat. */
+static void rebalance(notify_engine *e, store *db)
+{
+    int was = count_held(e);
+    renew_held(e, db);
+    int64_t live = 1;
+    if (nodes_live_count(db, e->o.lease_ttl_ms, &live) < 0 || live < 1) live = 1;
+    int target = (int)((e->o.groups + live - 1) / live);
+    int held = count_held(e);
+    unsigned char r[2];
+    base_random(r, sizeof r);
+    int start = (r[0] | r[1] << 8) % e->o.groups;
+    /* Acquiring takes a transaction per group: on a slow database, the
+     * first of a long run would lapse before the claims got to it. So at
+     * most a heartbeat's worth of acquiring here; the rest next time. */
+    int64_t stop_at = base_now_ms() + e->o.heartbeat_ms;
+    bool *taken = held < target ? groups_taken(e, db) : NULL;
+    for (int k = 0; k < e->o.groups && held < target && base_now_ms() < stop_at; k++) {
+        int gi = (start + k) % e->o.groups;
+        notify_group *g = &e->groups[gi];
+        if (g->held || (taken && taken[gi])) continue;
+        if (lease_hold_acquire(db, &g->hold, e->o.lease_ttl_ms, &g->tenure) == LEASE_OK) {
+            g->held = true;
+            held++;
+        }
+    }
+    free(taken);
+    for (int i = e->o.groups - 1; i >= 0 && held > target; i--) {
+        notify_group *g = &e->groups[i];
+        if (!g->held) continue;
+        lease_hold_release(db, &g->hold);
+        g->held = false;
+        held--;
+    }
+    if (held != was) log_info("reminders: holding %d of %d lease groups (%lld live nodes)", held, e->o.groups,
+                              (long long)live);
+    pthread_mutex_lock(&e->mu);
+    e->groups_held = held;
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void release_all(notify_engine *e, store *db)
+{
+    for (int i = 0; i < e->o.groups; i++)
+        if (e->groups[i].held) {
+            lease_hold_release(db, &e->groups[i].hold);
+            e->groups[i].held = false;
+        }
+}
+
+/* Renews the leases when a heartbeat is due: also between claims, since a
+ * busy pass over the groups may take longer than a heartbeat. */
+void notify_heartbeat_if_due(notify_engine *e, store *db, int64_t *next_beat)
+{
+    int64_t now = base_now_ms();
+    if (now < *next_beat) return;
+    store_gate_lock(&e->gate);
+    rebalance(e, db);
+    store_gate_unlock(&e->gate);
+    *next_beat = now + e->o.heartbeat_ms;
+}
+
+/* ---- the thread --------------------------------------------------------- */
+
+/* Sleeps until wake_ms, or until the engine stops: false then. */
+static bool sleep_until(notify_engine *e, int64_t wake_ms)
+{
+    struct timespec ts = {.tv_sec = wake_ms / 1000, .tv_nsec = (wake_ms % 1000) * 1000000};
+    pthread_mutex_lock(&e->mu);
+    while (!e->stopping && base_now_ms() < wake_ms)
+        if (pthread_cond_timedwait(&e->cv, &e->mu, &ts) == ETIMEDOUT) break;
+    bool stop = e->stopping;
+    pthread_mutex_unlock(&e->mu);
+    return !stop;
+}
+
+void *notify_scanner_main(void *p)
+{
+    notify_engine *e = p;
+    base_thread_name("rem-scanner");
+    store *db = notify_thread_db(e, "scanner");
+    if (!db) return NULL;
+    int64_t tick = e->o.window_ms / 4 < 200 ? e->o.window_ms / 4 : 200;
+    if (tick < 10) tick = 10;
+    int64_t next_beat = 0;
+    bool more = false; /* the last notify_claim_all was cut short: no sleep */
+    do {
+        int64_t t0 = base_now_ms();
+        notify_heartbeat_if_due(e, db, &next_beat);
+        store_gate_lock(&e->gate);
+        int done;
+        if (notify_sync_dirty(db, e->o.tz, e->o.shards, 256, &done) != STORE_OK)
+            log_warn("reminders: recomputing marked events failed: %s", store_errmsg(db));
+        store_gate_unlock(&e->gate);
+        poll_outbox_all(e, db);
+        more = notify_claim_all(e, db, &next_beat);
+        /* Leases lapse when a pass outlasts them between heartbeats: worth
+         * knowing when they are lost. */
+        int64_t took = base_now_ms() - t0;
+        if (took > e->o.lease_ttl_ms / 2) log_warn("reminders: a scanner pass took %lld ms", (long long)took);
+    } while (sleep_until(e, base_now_ms() + (more ? 0 : tick)));
+    store_gate_lock(&e->gate);
+    release_all(e, db);
+    store_gate_unlock(&e->gate);
+    notify_thread_db_close(e, db);
+    return NULL;
+}
+

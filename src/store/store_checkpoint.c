@@ -1,0 +1,159 @@
+/* store_checkpoint.c -- the WAL checkpointer (SQLite) of a connection
+ * that writer threads share under a store_gate.
+ *
+ * SQLite copies the WAL back into the database file (a checkpoint) on the
+ * thread whose commit pushes the WAL past a size: with one connection
+ * shared by writers that is inside the gate's lock, where every claim and
+ * delivery waits for the copy and its fsync. So the writers' connection
+ * does not checkpoint; this thread does, on a connection of its own, while
+ * writers go on. A checkpoint that races writers leaves the newest frames
+ * uncopied, and the WAL restarts from its beginning only after a complete
+ * one; so after the long passes, a short one runs under the gate's lock
+ * (nothing new can arrive) to finish the job. That one stalls every writer
+ * for its copy and two fsyncs, so it is rare (a large WAL: at 1M reminders
+ * a minute a 32 MiB one made it every half second, 40-100 ms each, which
+ * was the p99; 512 MiB, every 4 s or so, measured better than 256 MiB,
+ * in-app p99 67-77 ms against 87-97; a WAL of gigabytes slows every read)
+ * and small (see checkpoint_converge), and it goes ahead of the writers
+ * queued for the lock (store_gate_lock_first). */
+#include "store/store_checkpoint.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/base.h"
+#include "store/store.h"
+
+#define STORE_CKPT_FRAMES 131072 /* checkpoint once the WAL holds this many pages (512 MiB) */
+#define STORE_SYNC_TICK_MS 25    /* rounds while the WAL changes */
+#define STORE_CKPT_CLOSE 256     /* frames a locked pass may be left to copy (1 MiB) */
+#define STORE_CKPT_ROUNDS 16     /* unlocked passes tried to get there */
+
+struct store_checkpoint {
+    char *url;
+    store_gate *gate;
+    const char *who;
+    const char *thread_name;
+    pthread_t thread;
+    pthread_mutex_t mu; /* guards stopping */
+    pthread_cond_t cv;  /* stopping set */
+    bool stopping;
+};
+
+/* Sleeps until wake_ms or a stop; false when stopping. */
+static bool checkpoint_sleep_until(store_checkpoint *c, int64_t wake_ms)
+{
+    struct timespec ts = {.tv_sec = wake_ms / 1000, .tv_nsec = (wake_ms % 1000) * 1000000};
+    pthread_mutex_lock(&c->mu);
+    while (!c->stopping && base_now_ms() < wake_ms)
+        if (pthread_cond_timedwait(&c->cv, &c->mu, &ts) == ETIMEDOUT) break;
+    bool stop = c->stopping;
+    pthread_mutex_unlock(&c->mu);
+    return !stop;
+}
+
+/* PRAGMA wal_checkpoint(PASSIVE): *log frames in the WAL, *done of them copied. */
+static int checkpoint_passive(store *db, int64_t *log, int64_t *done)
+{
+    store_stmt *st = store_prepare(db, "PRAGMA wal_checkpoint(PASSIVE)");
+    int rc = store_step(st);
+    if (rc == STORE_ROW) {
+        *log = store_col_int64(st, 1);
+        *done = store_col_int64(st, 2);
+    }
+    store_reset(st);
+    return rc == STORE_ROW ? STORE_OK : rc;
+}
+
+/* Passes without the lock until one leaves few frames behind: the locked
+ * pass then copies and syncs only those. (A locked pass that came right
+ * after a long one held the writers 40-100 ms: the frames written during
+ * the long pass, some megabytes, flushed and copied and flushed again.)
+ * False on an error. */
+static bool checkpoint_converge(store *db, int64_t *log, int64_t *done)
+{
+    for (int i = 0; i < STORE_CKPT_ROUNDS; i++) {
+        int64_t before = *log;
+        if (checkpoint_passive(db, log, done) != STORE_OK) return false;
+        if (*log - before < STORE_CKPT_CLOSE) break;
+    }
+    return true;
+}
+
+static void *checkpoint_main(void *p)
+{
+    store_checkpoint *c = p;
+    base_thread_name(c->thread_name);
+    char err[256];
+    store *db = store_open(c->url, err, sizeof err);
+    if (!db) {
+        log_error("%s: the checkpointer cannot open the database: %s", c->who, err);
+        return NULL;
+    }
+    int64_t log = 0, done = 0, last = -1;
+    bool busy = false;
+    /* Each round writes the WAL to disk if it changed (store_sync_log: so
+     * a durable commit elsewhere -- the API's, the jobs' -- does not wait
+     * under the write lock for the gate's writers' unsynced ones), and
+     * copies what the WAL holds (and fsyncs the database file if there was
+     * anything): every STORE_SYNC_TICK_MS while the writers write, once a
+     * second while nothing changes, so an idle server does not fsync. */
+    while (checkpoint_sleep_until(c, base_now_ms() + (busy ? STORE_SYNC_TICK_MS : 1000))) {
+        if (checkpoint_passive(db, &log, &done) != STORE_OK) continue;
+        busy = log != last;
+        last = log;
+        if (busy && store_sync_log(db) != STORE_OK) log_warn("%s: WAL sync failed: %s", c->who, store_errmsg(db));
+        if (log < STORE_CKPT_FRAMES || !checkpoint_converge(db, &log, &done)) continue;
+        store_gate_lock_first(c->gate);
+        /* (A reader's older snapshot may still hold some frames back: the
+         * next round copies them.) */
+        if (checkpoint_passive(db, &log, &done) != STORE_OK)
+            log_warn("%s: checkpoint failed: %s", c->who, store_errmsg(db));
+        store_gate_unlock_first(c->gate);
+        last = log;
+    }
+    store_close(db);
+    return NULL;
+}
+
+static void checkpoint_free(store_checkpoint *c)
+{
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c->url);
+    free(c);
+}
+
+store_checkpoint *store_checkpoint_start(const char *url, store_gate *gate, const char *who,
+                                         const char *thread_name)
+{
+    store_checkpoint *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->url = strdup(url);
+    c->gate = gate;
+    c->who = who;
+    c->thread_name = thread_name;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    if (!c->url || pthread_create(&c->thread, NULL, checkpoint_main, c) != 0) {
+        checkpoint_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+void store_checkpoint_stop(store_checkpoint *c)
+{
+    if (!c) return;
+    pthread_mutex_lock(&c->mu);
+    c->stopping = true;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    pthread_join(c->thread, NULL);
+    checkpoint_free(c);
+}
