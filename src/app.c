@@ -214,6 +214,23 @@ void app_jobs_stop(app *a)
     a->jobs = NULL;
 }
 
+/* Reminders fired into the inbox of someone online: a "reminder" frame
+ * to their devices (the notify room's hook, the chat's presence and the
+ * push channel, joined here). */
+static void push_reminders(void *arg, const notify_inbox_item *items, size_t n)
+{
+    app *a = arg;
+    for (size_t i = 0; i < n; i++) {
+        if (!chat_online_anywhere(a->chat, items[i].user_id)) continue;
+        json_t *frame = json_pack("{s:s}", "type", "reminder"), *item = notify_inbox_item_json(&items[i]);
+        char *text = frame && item && json_object_update(frame, item) == 0 ? json_dumps(frame, JSON_COMPACT) : NULL;
+        if (text) push_frame(a->push, items[i].user_id, text, strlen(text));
+        free(text);
+        json_decref(frame);
+        json_decref(item);
+    }
+}
+
 int app_notify_start(app *a)
 {
     notify_opts o = {.db_url = a->cfg.db, .node_id = a->node_id, .tz = a->tz, .shards = (int)a->cfg.reminder_shards,
@@ -222,7 +239,8 @@ int app_notify_start(app *a)
                                                                                     : NOTIFY_LATE_DELIVER,
                      .workers = (int)a->cfg.delivery_workers, .max_attempts = (int)a->cfg.delivery_max_attempts,
                      .backoff_ms = a->cfg.delivery_backoff, .lease_ttl_ms = a->cfg.lease_ttl,
-                     .heartbeat_ms = a->cfg.lease_heartbeat, .channels = a->channels};
+                     .heartbeat_ms = a->cfg.lease_heartbeat, .channels = a->channels,
+                     .on_inbox = push_reminders, .on_inbox_arg = a};
     a->notify = notify_engine_new(&o);
     if (!a->notify || notify_engine_start(a->notify) != 0) {
         app_notify_stop(a);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "chat/chat_body.h"
 #include "chat/chat_int.h"
 #include "time/rfc3339.h"
 
@@ -140,16 +141,11 @@ static void on_signal(void *arg, int loop, const int64_t *users, size_t n)
     free(unread);
 }
 
-/* Frames from devices: {"type":"ping"} only (a keep-alive that needs no
- * WebSocket ping API); anything else closes the connection. */
+/* Frames from devices: {"type":"ping"} only (a keep-alive for clients
+ * with no WebSocket ping API); anything else closes the connection. */
 static int on_text(void *arg, int64_t user, const char *text, size_t len, char **reply)
 {
-    json_t *j = json_loadb(text, len, 0, NULL);
-    const char *type = json_string_value(json_object_get(j, "type"));
-    int rc = type && strcmp(type, "ping") == 0 ? 0 : -1;
-    json_decref(j);
-    if (rc == 0) *reply = strdup("{\"type\":\"pong\"}");
-    return rc;
+    return chat_ws_frame(text, len, reply);
 }
 
 ws_hub_events chat_ws_events(chat_service *c)
@@ -188,15 +184,65 @@ void chat_presence(chat_service *c, int64_t user, bool online)
     submit_quiet(c, op);
 }
 
-/* The node's connection count, written when it changes (at most once a
- * tick), so /v1/admin/stats counts every node's. */
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+bool chat_online_anywhere(chat_service *c, int64_t user)
+{
+    if (ws_hub_is_online(c->hub, user)) return true;
+    pthread_mutex_lock(&c->mu);
+    bool on = c->nremote && bsearch(&user, c->remote, c->nremote, sizeof user, cmp_i64);
+    pthread_mutex_unlock(&c->mu);
+    return on;
+}
+
+/* Users online on other live nodes, sorted (NULL, 0: none, or no answer). */
+static void read_remote(chat_service *c, store *db, int64_t **out, size_t *n)
+{
+    int64_t now;
+    size_t cap = 0;
+    *out = NULL;
+    *n = 0;
+    if (!db || store_now_ms(db, &now) < 0) return;
+    store_stmt *st = store_prepare(db, "SELECT DISTINCT user_id FROM presence WHERE node_id <> $1 AND node_id IN ("
+                                       "SELECT id FROM nodes WHERE heartbeat_ms > $2) ORDER BY user_id");
+    store_bind_str(st, 1, c->o.node_id);
+    store_bind_int64(st, 2, now - c->o.lease_ttl_ms);
+    while (store_step(st) == STORE_ROW) {
+        if (*n == cap) {
+            int64_t *grown = base_grow(*out, sizeof *grown, &cap);
+            if (!grown) break;
+            *out = grown;
+        }
+        (*out)[(*n)++] = store_col_int64(st, 0);
+    }
+    store_reset(st);
+}
+
+/* Once a second: the node's connection count, written when it changes,
+ * so /v1/admin/stats counts every node's; and who is online elsewhere
+ * (chat_online_anywhere). */
 static void *ticker_main(void *p)
 {
     chat_service *c = p;
     base_thread_name("chat-presence");
     int64_t written = -1;
+    char err[256];
+    store *db = store_open(c->o.db_url, err, sizeof err);
+    if (!db) log_warn("chat: the presence ticker cannot read the database: %s", err);
     pthread_mutex_lock(&c->mu);
     while (!c->stopping) {
+        pthread_mutex_unlock(&c->mu);
+        int64_t *remote;
+        size_t nremote;
+        read_remote(c, db, &remote, &nremote);
+        pthread_mutex_lock(&c->mu);
+        free(c->remote);
+        c->remote = remote;
+        c->nremote = nremote;
         int64_t conns, users;
         ws_hub_counts(c->hub, &conns, &users);
         if (conns != written) {
@@ -214,6 +260,7 @@ static void *ticker_main(void *p)
         pthread_cond_timedwait(&c->cv, &c->mu, &ts);
     }
     pthread_mutex_unlock(&c->mu);
+    store_close(db);
     return NULL;
 }
 

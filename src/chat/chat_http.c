@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "chat/chat_body.h"
 #include "chat/chat_int.h"
 #include "http/json.h"
 #include "users/users.h"
@@ -80,10 +81,7 @@ static int users_of(chat_service *c, http_req *r, const json_t *list, const char
                     size_t *n, http_err *e)
 {
     store *db = chat_db(c, r->loop);
-    if (!json_is_array(list) || json_array_size(list) > max) {
-        http_err_set(e, 400, "invalid_value", field, "%s must be a list of at most %zu user ids or emails", field, max);
-        return -1;
-    }
+    if (chat_body_users(list, field, max, e) != 0) return -1;
     *n = json_array_size(list);
     *ids = calloc(*n + 1, sizeof **ids);
     if (!*ids) {
@@ -91,9 +89,7 @@ static int users_of(chat_service *c, http_req *r, const json_t *list, const char
         return -1;
     }
     for (size_t i = 0; i < *n; i++) {
-        const char *ref = json_string_value(json_array_get(list, i));
-        int rc = ref && json_string_length(json_array_get(list, i)) <= USERS_EMAIL_MAX ? users_resolve(db, ref, &(*ids)[i])
-                                                                                      : USERS_NOT_FOUND;
+        int rc = users_resolve(db, json_string_value(json_array_get(list, i)), &(*ids)[i]);
         if (rc == USERS_ERROR) {
             http_err_set(e, 503, "unavailable", NULL, "the database did not answer; try again");
             return -1;
@@ -124,52 +120,38 @@ static int query_int(http_req *r, const char *name, int64_t lo, int64_t hi, int6
 
 /* ---- conversations ------------------------------------------------------ */
 
-static int create_group_op(chat_service *c, http_req *r, const json_t *body, chat_op *op, http_err *e)
+/* The users a create names, resolved; answers and returns false when
+ * one is unknown. */
+static int create_users(chat_service *c, http_req *r, const chat_create_in *in, chat_op *op, http_err *e)
 {
-    static const char *const fields[] = {"type", "title", "members", NULL};
-    const char *title;
-    if (http_json_only(body, fields, e) || http_json_str(body, "title", true, CHAT_TITLE_MAX, &title, e)) return -1;
-    json_t *members = json_object_get(body, "members");
-    /* The cap is checked again in the transaction (with the creator and
-     * without repeats); a longer list is refused before any lookup. */
-    if (members && users_of(c, r, members, "members", (size_t)c->o.group_max_members, &op->users, &op->nusers, e))
-        return -1;
-    if (!members && !(op->users = calloc(1, sizeof *op->users))) return -1;
-    op->kind = CHAT_OP_GROUP;
-    op->title = strdup(title);
-    return op->title ? 0 : (http_err_set(e, 503, "unavailable", NULL, "out of memory"), -1);
+    if (in->group) {
+        op->kind = CHAT_OP_GROUP;
+        if (!(op->title = strdup(in->title))) return http_err_set(e, 503, "unavailable", NULL, "out of memory"), -1;
+        if (!in->members) return (op->users = calloc(1, sizeof *op->users)) ? 0 : -1;
+        return users_of(c, r, in->members, "members", (size_t)c->o.group_max_members, &op->users, &op->nusers, e);
+    }
+    int rc = users_resolve(chat_db(c, r->loop), in->user, &op->other);
+    if (rc == USERS_ERROR) http_err_set(e, 503, "unavailable", NULL, "the database did not answer; try again");
+    else if (rc != USERS_OK) http_err_set(e, 422, "unknown_user", "user", "user is not a registered user");
+    return rc == USERS_OK ? 0 : -1;
 }
 
 static void handle_create(http_req *r, void *arg)
 {
-    static const char *const direct_fields[] = {"type", "user", NULL};
     chat_service *c = arg;
     http_err e;
-    const char *type, *ref;
+    chat_create_in in;
     chat_op *op = op_new(r, CHAT_OP_DIRECT);
     json_t *body = op ? http_json_body(r, &e) : NULL;
     if (!op) return;
-    if (!body || http_json_str(body, "type", true, 16, &type, &e)) goto bad;
-    if (strcmp(type, "group") == 0) {
-        if (create_group_op(c, r, body, op, &e) != 0) goto bad;
-    } else if (strcmp(type, "direct") == 0) {
-        if (http_json_only(body, direct_fields, &e) || http_json_str(body, "user", true, USERS_EMAIL_MAX, &ref, &e))
-            goto bad;
-        int rc = users_resolve(chat_db(c, r->loop), ref, &op->other);
-        if (rc == USERS_ERROR) http_err_set(&e, 503, "unavailable", NULL, "the database did not answer; try again");
-        else if (rc != USERS_OK) http_err_set(&e, 422, "unknown_user", "user", "user is not a registered user");
-        if (rc != USERS_OK) goto bad;
-    } else {
-        http_err_set(&e, 400, "invalid_value", "type", "type must be direct or group");
-        goto bad;
+    if (!body || chat_body_create(body, (size_t)c->o.group_max_members, &in, &e) != 0 ||
+        create_users(c, r, &in, op, &e) != 0) {
+        json_decref(body);
+        chat_op_free(op);
+        return http_send_err(r, &e);
     }
     json_decref(body);
     chat_submit(c, r, op);
-    return;
-bad:
-    json_decref(body);
-    chat_op_free(op);
-    http_send_err(r, &e);
 }
 
 static void handle_list(http_req *r, void *arg)
@@ -196,22 +178,17 @@ static void handle_get(http_req *r, void *arg)
 
 static void handle_members_add(http_req *r, void *arg)
 {
-    static const char *const fields[] = {"users", NULL};
     chat_service *c = arg;
     http_err e;
+    const json_t *users;
     chat_op *op = op_new(r, CHAT_OP_ADD);
     if (!op) return;
     json_t *body = NULL;
     if (!path_id(r, 0, &op->conv, "conversation")) goto out;
     body = http_json_body(r, &e);
-    if (!body || http_json_only(body, fields, &e) ||
-        users_of(c, r, json_object_get(body, "users"), "users", (size_t)c->o.group_max_members, &op->users,
-                 &op->nusers, &e)) {
+    if (!body || chat_body_members(body, (size_t)c->o.group_max_members, &users, &e) ||
+        users_of(c, r, users, "users", (size_t)c->o.group_max_members, &op->users, &op->nusers, &e)) {
         http_send_err(r, &e);
-        goto out;
-    }
-    if (op->nusers == 0) {
-        http_send_error(r, 400, "invalid_value", "users", "users must name at least one user");
         goto out;
     }
     json_decref(body);
@@ -268,24 +245,6 @@ static bool within_rate(chat_service *c, http_req *r)
     return ok;
 }
 
-static int send_fields(const json_t *body, const char **client_id, const char **text, http_err *e)
-{
-    static const char *const fields[] = {"client_msg_id", "text", NULL};
-    if (http_json_only(body, fields, e) || http_json_str(body, "client_msg_id", true, CHAT_CLIENT_ID_MAX, client_id, e))
-        return -1;
-    json_t *t = json_object_get(body, "text");
-    if (!json_is_string(t) || json_string_length(t) == 0 || json_string_length(t) > CHAT_TEXT_MAX) {
-        http_err_set(e, 400, "invalid_value", "text", "text must be 1 to %d bytes of UTF-8", CHAT_TEXT_MAX);
-        return -1;
-    }
-    *text = json_string_value(t);
-    if (strlen(*text) != json_string_length(t)) {
-        http_err_set(e, 400, "invalid_value", "text", "text may not contain NUL characters");
-        return -1;
-    }
-    return 0;
-}
-
 static void handle_send(http_req *r, void *arg)
 {
     chat_service *c = arg;
@@ -296,7 +255,7 @@ static void handle_send(http_req *r, void *arg)
     json_t *body = NULL;
     if (!path_id(r, 0, &op->conv, "conversation")) goto out;
     body = http_json_body(r, &e);
-    if (!body || send_fields(body, &client_id, &text, &e) != 0) {
+    if (!body || chat_body_send(body, &client_id, &text, &e) != 0) {
         http_send_err(r, &e);
         goto out;
     }
@@ -332,17 +291,14 @@ static void handle_history(http_req *r, void *arg)
 
 static void handle_read(http_req *r, void *arg)
 {
-    static const char *const fields[] = {"up_to", NULL};
     chat_service *c = arg;
     http_err e;
-    bool present;
     chat_op *op = op_new(r, CHAT_OP_READ);
     if (!op) return;
     json_t *body = NULL;
     if (!path_id(r, 0, &op->conv, "conversation")) goto out;
     body = http_json_body(r, &e);
-    if (!body || http_json_only(body, fields, &e) ||
-        http_json_int(body, "up_to", true, 0, INT64_MAX, &op->up_to, &present, &e)) {
+    if (!body || chat_body_read(body, &op->up_to, &e) != 0) {
         http_send_err(r, &e);
         goto out;
     }
@@ -445,6 +401,7 @@ void chat_free(chat_service *c)
             c->buckets[i] = k->next;
             free(k);
         }
+    free(c->remote);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->limit_mu);

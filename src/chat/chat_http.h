@@ -18,6 +18,7 @@
 #ifndef CHIME_CHAT_HTTP_H
 #define CHIME_CHAT_HTTP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "deliver/push.h"
@@ -44,6 +45,11 @@ ws_hub_events chat_ws_events(chat_service *c);
 /* Borrows the hub the gateway serves and the push channel it tells. */
 void chat_attach(chat_service *c, ws_hub *hub, push *p);
 void chat_register(chat_service *c, http_server *s);
+/* Whether the user has a WebSocket open on any live node (this node's
+ * at once; others' as of the presence ticker's last look, a second ago at
+ * most). Any thread. */
+bool chat_online_anywhere(chat_service *c, int64_t user);
+
 /* Starts the writer and the presence ticker. 0, or -1 (logged). */
 int chat_start(chat_service *c);
 /* Stops them (after the HTTP server: no request may submit any more). */

@@ -30,6 +30,10 @@ struct chat_service {
     bool ticker_started, stopping;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    /* Users online on other live nodes (sorted), as the ticker last read
+     * them; under mu. */
+    int64_t *remote;
+    size_t nremote;
     /* Send budgets, under limit_mu. */
     pthread_mutex_t limit_mu;
     chat_bucket *buckets[CHAT_BUCKETS];

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -47,6 +48,7 @@ struct http_server {
     int nthreads;
     workers *pool;
     char id_prefix[12];
+    sem_t ready; /* posted by each loop once set up */
     loop_hook hooks[HTTP_MAX_LOOP_HOOKS];
     int nhooks;
     http_auth_fn authenticate, admin;
@@ -668,13 +670,34 @@ static void on_stop(h2o_multithread_receiver_t *rx, h2o_linklist_t *messages)
     h2o_context_request_shutdown(&t->ctx);
 }
 
+/* The loop's h2o objects are made on the loop's own thread: an h2o
+ * socket takes its buffers from the thread that made it (a thread-local
+ * recycling allocator), and the context's message queue is a socket.
+ * Made on the main thread, every loop's queue recycled its buffers
+ * through the main thread's free list, from two threads at once (ASan:
+ * a use after free, once wake-ups became frequent with WebSockets). */
+static void loop_setup(http_server *s, loop_thread *t)
+{
+    t->loop = h2o_evloop_create();
+    h2o_context_init(&t->ctx, t->loop, &s->config);
+    t->accept_ctx.ctx = &t->ctx;
+    t->accept_ctx.hosts = s->config.hosts;
+    h2o_multithread_register_receiver(t->ctx.queue, &t->done_rx, on_deferred_done);
+    h2o_multithread_register_receiver(t->ctx.queue, &t->stop_rx, on_stop);
+    t->listener = h2o_evloop_socket_create(t->loop, t->listen_fd, H2O_SOCKET_FLAG_DONT_READ);
+    t->listener->data = t;
+    h2o_socket_read_start(t->listener, on_accept);
+}
+
 static void *loop_main(void *p)
 {
     loop_thread *t = p;
     http_server *s = t->srv;
     base_thread_name("http-loop");
+    loop_setup(s, t);
     for (int i = 0; i < s->nhooks; i++)
         if (s->hooks[i].start) s->hooks[i].start(s->hooks[i].arg, t->index);
+    sem_post(&s->ready);
     while (!t->stopping || t->pending > 0) h2o_evloop_run(t->loop, 100);
     /* Give responses already handed to the sockets a moment to drain. */
     int64_t until = base_mono_ns() + 200 * 1000000LL;
@@ -684,21 +707,11 @@ static void *loop_main(void *p)
     return NULL;
 }
 
-static int loop_init(http_server *s, loop_thread *t, int index, int fd)
+static void loop_init(http_server *s, loop_thread *t, int index, int fd)
 {
     t->srv = s;
     t->index = index;
     t->listen_fd = fd;
-    t->loop = h2o_evloop_create();
-    h2o_context_init(&t->ctx, t->loop, &s->config);
-    t->accept_ctx.ctx = &t->ctx;
-    t->accept_ctx.hosts = s->config.hosts;
-    h2o_multithread_register_receiver(t->ctx.queue, &t->done_rx, on_deferred_done);
-    h2o_multithread_register_receiver(t->ctx.queue, &t->stop_rx, on_stop);
-    t->listener = h2o_evloop_socket_create(t->loop, fd, H2O_SOCKET_FLAG_DONT_READ);
-    t->listener->data = t;
-    h2o_socket_read_start(t->listener, on_accept);
-    return 0;
 }
 
 http_server *http_server_new(const http_server_opts *opts)
@@ -707,6 +720,7 @@ http_server *http_server_new(const http_server_opts *opts)
     if (!s) return NULL;
     s->opts = *opts;
     s->access_fd = -1;
+    sem_init(&s->ready, 0, 0);
     h2o_config_init(&s->config);
     s->config.max_request_entity_size = opts->max_body;
     h2o_hostconf_t *host = h2o_config_register_host(&s->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
@@ -828,6 +842,9 @@ int http_server_start(http_server *s)
         if (pthread_create(&s->threads[i].tid, NULL, loop_main, &s->threads[i]) != 0) return -1;
         s->threads[i].started = true;
     }
+    /* Once every loop has its objects and ran its start hooks. */
+    for (int i = 0; i < s->nthreads; i++)
+        while (sem_wait(&s->ready) != 0 && errno == EINTR) continue;
     char host[INET6_ADDRSTRLEN] = "?";
     if (s->addr.ss_family == AF_INET6)
         inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&s->addr)->sin6_addr, host, sizeof host);
@@ -865,8 +882,9 @@ void http_server_free(http_server *s)
      * idle keep-alive connections and their timers alive in the context and
      * asserts when it is disposed with any left, and it offers no call to
      * close them. The process exits right after this; the kernel closes the
-     * sockets. The database connections were closed by thread_fini. */
+     * sockets. The loops' stop hooks closed their database connections. */
     free(s->threads);
+    sem_destroy(&s->ready);
     if (s->access_fd > STDERR_FILENO) close(s->access_fd);
     free(s);
 }

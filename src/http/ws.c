@@ -252,7 +252,14 @@ static void conn_close(ws_conn *c, uint16_t code, const char *reason)
     h2o_timeout_link(c->lp->ctx->loop, &c->lp->close_timeout, &c->timer);
 }
 
-/* Queues a text frame; a client that lets frames pile up is closed. */
+static void conn_queue(ws_conn *c, const char *text, size_t len)
+{
+    struct wslay_event_msg m = {.opcode = WSLAY_TEXT_FRAME, .msg = (const uint8_t *)text, .msg_length = len};
+    wslay_event_queue_msg(c->wc->ws_ctx, &m);
+}
+
+/* Queues a text frame; a client that lets frames pile up is closed. Not
+ * from inside a message callback (it may close the socket). */
 static void conn_send(ws_conn *c, const char *text, size_t len)
 {
     if (c->closing) return;
@@ -262,8 +269,7 @@ static void conn_send(ws_conn *c, const char *text, size_t len)
         conn_kill(c);
         return;
     }
-    struct wslay_event_msg m = {.opcode = WSLAY_TEXT_FRAME, .msg = (const uint8_t *)text, .msg_length = len};
-    wslay_event_queue_msg(c->wc->ws_ctx, &m);
+    conn_queue(c, text, len);
 }
 
 /* Every half ping interval: a connection silent for one and a half
@@ -304,8 +310,8 @@ static void on_ws_msg(h2o_websocket_conn_t *wc, const struct wslay_event_on_msg_
         char *reply = NULL;
         if (!h->ev.on_text || h->ev.on_text(h->ev.arg, c->user_id, (const char *)arg->msg, arg->msg_length, &reply) != 0)
             conn_close(c, 1008, "unexpected frame");
-        else if (reply)
-            conn_send(c, reply, strlen(reply));
+        else if (reply && !c->closing)
+            conn_queue(c, reply, strlen(reply)); /* the proceed in progress sends it */
         free(reply);
         break;
     }
@@ -376,6 +382,8 @@ static void on_loop_message(h2o_multithread_receiver_t *rx, h2o_linklist_t *mess
     pthread_mutex_unlock(&lp->mu);
     for (size_t i = 0; i < nkills; i++) {
         ws_conn *c = conn_find(lp, kills[i]);
+        log_info("ws: user %lld has too many connections: closing the oldest (%s)",
+                 c ? (long long)c->user_id : 0LL, c ? "found" : "already gone");
         if (c) {
             conn_close(c, 4001, "too many connections for this user");
             conn_proceed(c);
@@ -520,7 +528,7 @@ int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, const char *hello)
     *b = c;
     lp->nconns++;
     h2o_timeout_link(lp->ctx->loop, &lp->tick_timeout, &c->timer);
-    if (hello) conn_send(c, hello, strlen(hello));
+    if (hello) conn_queue(c, hello, strlen(hello));
     uint64_t old = 0;
     bool first = false;
     pthread_mutex_lock(&h->mu);

@@ -31,6 +31,7 @@
 #ifndef CHIME_NOTIFY_H
 #define CHIME_NOTIFY_H
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -81,6 +82,30 @@ typedef struct notify_sync_opts {
  * Failures are logged, never the request's. */
 void notify_on_calendar_change(void *arg, store *db);
 
+/* ---- the in-app inbox ---- */
+
+/* One inbox row, as GET /v1/notifications shows it and as the WebSocket
+ * "reminder" frame carries it. */
+typedef struct notify_inbox_item {
+    int64_t user_id, seq, event_id, original_ms, due_ms, fired_ms;
+    bool late, read;
+    char delivery_id[NOTIFY_ID_LEN + 1];
+    char method[8];
+    char *summary; /* owned */
+} notify_inbox_item;
+
+/* Reads an item from columns at..at+10: user_id, seq, delivery_id,
+ * event_id, summary, original_start_ms, due_ms, fired_ms, late, method,
+ * read. false when out of memory. */
+bool notify_inbox_item_read(store_stmt *st, int at, notify_inbox_item *it);
+void notify_inbox_item_free(notify_inbox_item *it);
+/* The API's JSON object of an item. */
+json_t *notify_inbox_item_json(const notify_inbox_item *it);
+
+/* Told of inbox rows right after the transaction that wrote them
+ * committed (on an engine thread): a reminder fired for someone. */
+typedef void (*notify_inbox_fn)(void *arg, const notify_inbox_item *items, size_t n);
+
 /* ---- the engine: scanner and delivery workers of one node ---- */
 
 typedef enum notify_late_policy { NOTIFY_LATE_DELIVER, NOTIFY_LATE_SKIP } notify_late_policy;
@@ -100,6 +125,8 @@ typedef struct notify_opts {
     int64_t lease_ttl_ms;    /* group lease length (default 15000) */
     int64_t heartbeat_ms;    /* renew/rebalance period (default 5000) */
     struct channels *channels; /* webhook and email senders (borrowed) */
+    notify_inbox_fn on_inbox;  /* NULL: nobody listens (and no rows are read back) */
+    void *on_inbox_arg;
 } notify_opts;
 
 typedef struct notify_engine notify_engine;
@@ -119,6 +146,10 @@ void notify_engine_free(notify_engine *e);
  * racing a slow node) give the user one inbox row. The engine's workers
  * call it; it is public for the test of that race. */
 int notify_deliver_inapp(store *db, const char *ids, int64_t now_ms, notify_late_policy policy, int64_t grace_ms);
+/* The same, handing the inbox rows it wrote to out (grown as needed;
+ * *n counts them, the caller frees each and the array). */
+int notify_deliver_inapp_items(store *db, const char *ids, int64_t now_ms, notify_late_policy policy,
+                               int64_t grace_ms, notify_inbox_item **out, size_t *n, size_t *cap);
 
 /* Lease groups this node holds now (for tests and /metrics). */
 int notify_engine_groups_held(notify_engine *e);

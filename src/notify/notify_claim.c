@@ -112,6 +112,12 @@ typedef enum notify_claim_fate { FATE_PENDING, FATE_MISSED, FATE_DONE } notify_c
     LIST_TEXT ") ORDER BY due_ms" TAIL
 #define CLAIM_INBOX_SQLITE CLAIM_INBOX(LIST_SQLITE, " ON CONFLICT (delivery_id) DO NOTHING")
 #define CLAIM_INBOX_PG CLAIM_INBOX(LIST_TEXT_PG, "")
+/* The same reading the rows back, when someone listens (on_inbox). */
+#define CLAIM_INBOX_RETURNING                                                                              \
+    " RETURNING user_id, seq, delivery_id, event_id, summary, original_start_ms, due_ms, fired_ms, late, "  \
+    "method, read"
+#define CLAIM_INBOX_SQLITE_R CLAIM_INBOX(LIST_SQLITE, " ON CONFLICT (delivery_id) DO NOTHING" CLAIM_INBOX_RETURNING)
+#define CLAIM_INBOX_PG_R CLAIM_INBOX(LIST_TEXT_PG, CLAIM_INBOX_RETURNING)
 
 /* SQLite runs the same two writes a row at a time, bound straight from
  * the C structs: in-process a statement costs no round trip, and building
@@ -378,6 +384,24 @@ typedef struct notify_claim_out {
     int64_t now; /* the claim's time (see claim_hold) */
 } notify_claim_out;
 
+/* Inbox rows a claim wrote, for the engine's listener (on_inbox). */
+typedef struct notify_claim_inbox {
+    notify_inbox_item *v;
+    size_t n, cap;
+} notify_claim_inbox;
+
+static int inbox_row(void *ctx, store_stmt *st)
+{
+    notify_claim_inbox *b = ctx;
+    if (b->n == b->cap) {
+        notify_inbox_item *grown = base_grow(b->v, sizeof *grown, &b->cap);
+        if (!grown) return STORE_ERROR;
+        b->v = grown;
+    }
+    if (notify_inbox_item_read(st, 0, &b->v[b->n])) b->n++;
+    return STORE_OK;
+}
+
 /* A delivery row the claim inserted. */
 static int claim_took(notify_claim_out *o, const char *id, const char *channel, int64_t due_ms, const char *state)
 {
@@ -426,7 +450,8 @@ static int claim_deliveries(store *db, const notify_claim_dels *b, int64_t now, 
  * PostgreSQL each step is one set statement for the lot: a round trip
  * per row was the cost. Rows already claimed (a restart, a takeover)
  * insert nothing: the delivery id is stable. */
-static int claim_rows(notify_engine *e, store *db, const notify_due_row *rows, int n, int64_t now, notify_item_buf *out)
+static int claim_rows(notify_engine *e, store *db, const notify_due_row *rows, int n, int64_t now, notify_item_buf *out,
+                      notify_claim_inbox *inbox)
 {
     if (n == 0) return STORE_OK;
     bool *won = calloc((size_t)n, sizeof *won);
@@ -439,9 +464,11 @@ static int claim_rows(notify_engine *e, store *db, const notify_due_row *rows, i
     for (int i = 0; i < n && rc == STORE_OK; i++)
         if (won[i]) rc = claim_row_deliveries(e, &dels, &rows[i], &pairs, now);
     if (rc == STORE_OK) rc = claim_deliveries(db, &dels, now, &o);
-    if (rc == STORE_OK && json_array_size(o.done))
-        rc = list_exec(db, store_backend_of(db) == STORE_PG ? CLAIM_INBOX_PG : CLAIM_INBOX_SQLITE, o.done, NULL,
-                       NULL, NULL);
+    bool pg = store_backend_of(db) == STORE_PG;
+    if (rc == STORE_OK && json_array_size(o.done) && !e->o.on_inbox)
+        rc = list_exec(db, pg ? CLAIM_INBOX_PG : CLAIM_INBOX_SQLITE, o.done, NULL, NULL, NULL);
+    else if (rc == STORE_OK && json_array_size(o.done))
+        rc = list_exec(db, pg ? CLAIM_INBOX_PG_R : CLAIM_INBOX_SQLITE_R, o.done, NULL, inbox_row, inbox);
     json_decref(o.done);
     free(dels.v);
     free(pairs.v);
@@ -529,7 +556,7 @@ static int claim_group(notify_engine *e, store *db, int gi, int64_t upto, int li
  * commit (on SQLite the commit is the cost: every page it dirtied is
  * written again). *gi moves past the groups done; a group cut short by a
  * full batch stays next. Returns rows claimed, or < 0. */
-static int claim_tx(notify_engine *e, store *db, int *gi, int64_t upto, notify_item_buf *out)
+static int claim_tx(notify_engine *e, store *db, int *gi, int64_t upto, notify_item_buf *out, notify_claim_inbox *inbox)
 {
     static __thread notify_due_row rows[NOTIFY_CLAIM_BATCH];
     lease_hold *fenced[NOTIFY_CLAIM_BATCH];
@@ -555,7 +582,7 @@ static int claim_tx(notify_engine *e, store *db, int *gi, int64_t upto, notify_i
         rc = claim_group(e, db, *gi, upto, NOTIFY_CLAIM_BATCH, rows, &n);
         if (rc == STORE_OK && n < NOTIFY_CLAIM_BATCH) ++*gi; /* else it may have shards left */
     }
-    if (rc == STORE_OK) rc = claim_rows(e, db, rows, n, now, out);
+    if (rc == STORE_OK) rc = claim_rows(e, db, rows, n, now, out, inbox);
     if (rc == STORE_OK) rc = store_commit(db);
     rows_free(rows, (size_t)n);
     if (rc != STORE_OK) {
@@ -563,6 +590,8 @@ static int claim_tx(notify_engine *e, store *db, int *gi, int64_t upto, notify_i
         store_rollback(db);
         out->n = before;
         n = -1;
+        notify_inbox_items_free(inbox->v, inbox->n);
+        *inbox = (notify_claim_inbox){0};
     }
     for (int i = 0; i < nfenced; i++) lease_hold_unfence(fenced[i]);
     return n;
@@ -651,11 +680,14 @@ static bool claim_pass(notify_engine *e, store *db, int64_t horizon, int64_t *ne
         }
         notify_heartbeat_if_due(e, db, next_beat);
         scanner_yield(e);
+        notify_claim_inbox inbox = {0};
         store_gate_lock(&e->gate);
-        int n = claim_tx(e, db, &gi, horizon, &buf);
+        int n = claim_tx(e, db, &gi, horizon, &buf, &inbox);
         store_gate_unlock(&e->gate);
         notify_enqueue(e, buf.v, buf.n);
         buf.n = 0;
+        if (inbox.n) e->o.on_inbox(e->o.on_inbox_arg, inbox.v, inbox.n);
+        notify_inbox_items_free(inbox.v, inbox.n);
         if (n < 0) {
             gi++; /* skip the group that failed; the pass is done again later */
             whole = false;

@@ -25,6 +25,7 @@
 #include "base/base.h"
 #include "time/rfc3339.h"
 #include "http/json.h"
+#include "notify/notify.h"
 
 #define NOTIFY_PAGE_DEFAULT 100
 #define NOTIFY_PAGE_MAX 1000
@@ -103,10 +104,11 @@ static void bind_xid(store_stmt *st, int at, int64_t xid)
     store_bind_str(st, at, text);
 }
 
-#define INBOX_COLS "seq, delivery_id, event_id, summary, original_start_ms, due_ms, fired_ms, late, method, read"
+#define INBOX_COLS                                                                                         \
+    "user_id, seq, delivery_id, event_id, summary, original_start_ms, due_ms, fired_ms, late, method, read"
 
 /* The page after c: $1 user, $2 seq, $3 limit, and on PostgreSQL $4 the
- * xid (as text: xid8 takes no bigint); the eleventh column is the row's
+ * xid (as text: xid8 takes no bigint); the twelfth column is the row's
  * xid. */
 static store_stmt *inbox_page(store *db, int64_t user_id, const inbox_cursor *c, int64_t limit)
 {
@@ -134,16 +136,10 @@ static void handle_inbox(http_req *r, void *arg)
     json_t *items = json_array();
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
-        char id[24], ev[17];
-        last = (inbox_cursor){.xid = store_col_int64(st, 10), .seq = store_col_int64(st, 0)};
-        snprintf(id, sizeof id, "%lld", (long long)last.seq);
-        base_id_format(store_col_int64(st, 2), ev);
-        json_array_append_new(
-            items, json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:b,s:s,s:b}", "id", id, "delivery_id",
-                             store_col_text(st, 1), "event_id", ev, "summary", store_col_text(st, 3), "original_start",
-                             time_json(store_col_int64(st, 4)), "due", time_json(store_col_int64(st, 5)), "fired",
-                             time_json(store_col_int64(st, 6)), "late", store_col_int64(st, 7) != 0, "method",
-                             store_col_text(st, 8), "read", store_col_int64(st, 9) != 0));
+        notify_inbox_item it;
+        last = (inbox_cursor){.xid = store_col_int64(st, 11), .seq = store_col_int64(st, 1)};
+        if (notify_inbox_item_read(st, 0, &it)) json_array_append_new(items, notify_inbox_item_json(&it));
+        notify_inbox_item_free(&it);
     }
     store_reset(st);
     if (rc != STORE_DONE) {

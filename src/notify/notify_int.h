@@ -177,4 +177,7 @@ typedef struct notify_email_text {
 } notify_email_text;
 void notify_email_text_of(const notify_send_job *j, notify_email_text *m);
 
+/* Frees n items and the array (notify_inapp.c). */
+void notify_inbox_items_free(notify_inbox_item *items, size_t n);
+
 #endif

@@ -185,6 +185,36 @@ class TestGateway(ServerTest):
         self.assertIsNotNone(p()["last_seen"])
 
 
+class TestReminderPush(ServerTest):
+    """A push reminder that fires reaches the user's open WebSockets as a
+    "reminder" frame carrying the inbox item, on time; a user online
+    nowhere gets it in the inbox only."""
+    server_args = ("--reminder-window", "1000")
+
+    def test_reminder_frame_on_time(self):
+        from test_reminders import iso, ms_of, soon
+        (a, ta), = (self.server.new_user(),)
+        devices = [self.server.ws(ta), self.server.ws(ta)]
+        for d in devices:
+            d.recv()
+        start = soon(3)
+        r = self.server.post("/v1/events", {"summary": "Stand <up> \"now\"", "start": {"date_time": iso(start)},
+                                            "end": {"date_time": iso(start + 60)},
+                                            "reminders": [{"method": "push", "minutes_before": 0}]}, token=ta)
+        self.assertEqual(r.status, 201, r)
+        for d in devices:
+            got = frames(d, lambda f: f.get("type") == "reminder", timeout=start - time.time() + 5)
+            self.assertTrue(got and got[-1]["type"] == "reminder", got)
+            f = got[-1]
+            self.assertLess(time.time() * 1000 - ms_of(f["due"]), 1500)
+            self.assertEqual((f["summary"], f["event_id"], f["method"], f["read"]),
+                             ("Stand <up> \"now\"", r.json["id"], "push", False))
+            d.close()
+        inbox = self.server.get("/v1/notifications", token=ta).json["items"]
+        self.assertEqual([i["delivery_id"] for i in inbox], [f["delivery_id"]])
+        self.assertEqual({k: v for k, v in f.items() if k != "type"}, inbox[0])
+
+
 class TestVanished(ServerTest):
     server_args = ("--ws-ping", "0.5")
 
