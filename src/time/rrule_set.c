@@ -65,10 +65,11 @@ int rrule_set_init(rrule_set *s, const rrule *rule, const civil_time *dtstart,
     return rrule_plan_init(&s->plan, &r, dtstart, err, errlen);
 }
 
-/* Is a rule occurrence cut off by a UTC UNTIL? (DTSTART never is.) */
+/* Is a rule occurrence cut off by a UTC UNTIL? DTSTART is too, when UNTIL
+ * comes before it: the set is then empty but for its RDATEs. */
 static bool past_until(const rrule_set *s, int64_t t)
 {
-    return s->until_utc && t != s->plan.dtstart && rrule_set_to_utc(s, t) > s->until;
+    return s->until_utc && rrule_set_to_utc(s, t) > s->until;
 }
 
 static void rule_advance(rrule_set_iter *si)

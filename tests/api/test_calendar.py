@@ -132,6 +132,19 @@ class TestRecurrence(CalendarTest):
                          ["2026-01-03T15:00:00-05:00", "2026-01-05T09:00:00-05:00",
                           "2026-01-19T09:00:00-05:00", "2026-01-26T09:00:00-05:00"])
 
+    def test_until_before_start_is_an_empty_series(self):
+        # As libical, dateutil and rrule.js read it (issue 24.4): the rule
+        # bounds DTSTART too. The event is kept (and can be edited), with no
+        # instance to list.
+        ev = self.weekly("2026-09-02T09:00:00", "2026-09-02T10:00:00", NY,
+                         "RRULE:FREQ=DAILY;UNTIL=20260901T130000Z")
+        self.assertEqual(self.starts("2026-08-01T00:00:00Z", "2026-10-01T00:00:00Z"), [])
+        r = self.server.get("/v1/events/%s/instances?from=2026-08-01T00:00:00Z&to=2026-10-01T00:00:00Z" % ev["id"],
+                            token=self.token)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json["items"], [])
+        self.assertEqual(self.server.get("/v1/events/" + ev["id"], token=self.token).status, 200)
+
     def test_pagination_and_infinite_series_bound(self):
         self.weekly("2020-01-01T08:00:00", "2020-01-01T08:10:00", "UTC", "RRULE:FREQ=DAILY")
         seen, token, pages = [], None, 0

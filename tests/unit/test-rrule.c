@@ -12,6 +12,7 @@
 
 #include "time/rrule.h"
 #include "time/rrule_set.h"
+#include "time/tz.h"
 
 struct example {
     const char *dtstart, *rule, *expected;
@@ -250,6 +251,44 @@ static void test_set_exdate_rdate(void **state)
     assert_int_equal(rrule_set_init(&set, &r, &dt, NULL, NULL, 0, ex2, 1, err, sizeof err), 0);
     assert_int_equal(rrule_set_expand(&set, INT64_MIN, INT64_MAX, got, 5), 2);
     assert_int_equal(got[1], secs("19970904T090000"));
+}
+
+/* UNTIL before DTSTART bounds DTSTART too: the set is empty, as libical,
+ * dateutil and rrule.js have it (issue 24.4). */
+static void test_until_before_dtstart(void **state)
+{
+    (void)state;
+    int64_t out[4], t;
+    plan_for(&plan, "19970902T090000", "FREQ=DAILY;UNTIL=19970901T090000");
+    assert_int_equal(rrule_expand(&plan, INT64_MIN, INT64_MAX, out, 4), 0);
+    assert_false(rrule_includes(&plan, secs("19970902T090000")));
+    assert_false(rrule_next_after(&plan, secs("19970101T000000"), &t));
+    /* UNTIL equal to DTSTART keeps it; a DATE UNTIL covers its whole day. */
+    plan_for(&plan, "19970902T090000", "FREQ=DAILY;UNTIL=19970902T090000");
+    assert_int_equal(rrule_expand(&plan, INT64_MIN, INT64_MAX, out, 4), 1);
+    plan_for(&plan, "19970902T090000", "FREQ=DAILY;UNTIL=19970902");
+    assert_int_equal(rrule_expand(&plan, INT64_MIN, INT64_MAX, out, 4), 1);
+    /* In a zone, a UTC UNTIL an hour before DTSTART's instant (13:00Z). */
+    static rrule_set set;
+    tz_db *db = tz_db_new(NULL);
+    const tz_zone *ny = tz_db_get(db, "America/New_York");
+    assert_non_null(ny);
+    rrule r;
+    civil_time dt;
+    char err[100];
+    const char *rule = "FREQ=DAILY;UNTIL=19970902T120000Z";
+    assert_int_equal(rrule_parse(rule, strlen(rule), &r, err, sizeof err), 0);
+    civil_parse_basic("19970902T090000", 15, &dt, NULL);
+    assert_int_equal(rrule_set_init(&set, &r, &dt, ny, NULL, 0, NULL, 0, err, sizeof err), 0);
+    assert_int_equal(rrule_set_expand(&set, INT64_MIN, INT64_MAX, out, 4), 0);
+    assert_false(rrule_set_includes(&set, secs("19970902T090000")));
+    assert_false(rrule_set_next_after(&set, secs("19970101T000000"), &t));
+    /* RDATEs are not bounded by UNTIL (RFC 5545): they stay. */
+    int64_t rd[] = {secs("19970903T100000")};
+    assert_int_equal(rrule_set_init(&set, &r, &dt, ny, rd, 1, NULL, 0, err, sizeof err), 0);
+    assert_int_equal(rrule_set_expand(&set, INT64_MIN, INT64_MAX, out, 4), 1);
+    assert_int_equal(out[0], secs("19970903T100000"));
+    tz_db_free(db);
 }
 
 static void test_parse_errors(void **state)
@@ -571,6 +610,7 @@ int main(void)
         cmocka_unit_test(test_examples),
         cmocka_unit_test(test_unsynchronized_dtstart),
         cmocka_unit_test(test_set_exdate_rdate),
+        cmocka_unit_test(test_until_before_dtstart),
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_format),
         cmocka_unit_test(test_explain),
