@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "http/framing.h"
 #include "http/metrics.h"
 #include "http/router.h"
 #include "http/server_int.h"
@@ -66,6 +67,7 @@ struct loop_thread {
     h2o_multithread_receiver_t done_rx; /* deferred work that finished */
     h2o_multithread_receiver_t stop_rx;
     h2o_multithread_message_t stop_msg;
+    http_linger_loop *linger; /* connections ended by an error, draining */
     int pending; /* deferred requests not yet answered */
     bool stopping;
     uint64_t seq;
@@ -508,7 +510,14 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     r->body.len = req->entity.base ? req->entity.len : 0;
     snprintf(r->request_id, sizeof r->request_id, "%s%d-%llx", srv->id_prefix, t->index,
              (unsigned long long)++t->seq);
-    if (t->stopping) {
+    const char *field, *why;
+    http_framing framing = http_framing_check(req, &field, &why);
+    if (framing != HTTP_FRAMING_OK) req->http1_is_persistent = 0;
+    if (framing == HTTP_FRAMING_BAD) {
+        r->route_index = ROUTER_MAX_ROUTES;
+        http_linger_arm(t->linger, req);
+        http_send_error(r, 400, "bad_request", field, "%s", why);
+    } else if (t->stopping) {
         http_add_header(r, "Retry-After", "1");
         http_send_error(r, 503, "shutting_down", NULL, "the server is shutting down");
     } else if (r->method == 0) {
@@ -552,13 +561,16 @@ static void json_error_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t *
         return;
     }
     http_server *srv = *(http_server **)(self + 1);
-    const char *code = req->res.status == 413 ? "body_too_large" : "bad_request";
+    const char *code = req->res.status == 413 ? "body_too_large" : "bad_request", *field = "body", *why;
     char msg[160];
     if (req->res.status == 413)
         snprintf(msg, sizeof msg, "the request body is larger than %zu bytes", srv->opts.max_body);
+    else if (req->res.status == 400 && http_framing_check(req, &field, &why) == HTTP_FRAMING_BAD)
+        snprintf(msg, sizeof msg, "%s", why); /* h2o refused a coding: say which header */
     else
         snprintf(msg, sizeof msg, "%s", req->res.reason ? req->res.reason : "bad request");
-    json_t *j = json_pack("{s:{s:s,s:s,s:s}}", "error", "code", code, "message", msg, "field", "body");
+    if (!req->http1_is_persistent) http_linger_arm(thread_of(req)->linger, req);
+    json_t *j = json_pack("{s:{s:s,s:s,s:s}}", "error", "code", code, "message", msg, "field", field);
     char *text = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     if (!text) {
@@ -681,6 +693,8 @@ static void *loop_main(void *p)
     while (base_mono_ns() < until) h2o_evloop_run(t->loop, 20);
     for (int i = s->nhooks - 1; i >= 0; i--)
         if (s->hooks[i].stop) s->hooks[i].stop(s->hooks[i].arg, t->index);
+    http_linger_loop_free(t->linger);
+    t->linger = NULL;
     return NULL;
 }
 
@@ -691,6 +705,7 @@ static int loop_init(http_server *s, loop_thread *t, int index, int fd)
     t->listen_fd = fd;
     t->loop = h2o_evloop_create();
     h2o_context_init(&t->ctx, t->loop, &s->config);
+    t->linger = http_linger_loop_new(t->loop);
     t->accept_ctx.ctx = &t->ctx;
     t->accept_ctx.hosts = s->config.hosts;
     h2o_multithread_register_receiver(t->ctx.queue, &t->done_rx, on_deferred_done);
@@ -709,6 +724,7 @@ http_server *http_server_new(const http_server_opts *opts)
     s->access_fd = -1;
     h2o_config_init(&s->config);
     s->config.max_request_entity_size = opts->max_body;
+    s->config.server_name = h2o_iovec_init(H2O_STRLIT("chime")); /* not h2o's name and version */
     h2o_hostconf_t *host = h2o_config_register_host(&s->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
     chime_handler *h = (chime_handler *)h2o_create_handler(path, sizeof *h);
