@@ -184,8 +184,8 @@ void http_linger_loop_free(http_linger_loop *l)
     if (!l) return;
     while (!h2o_linklist_is_empty(&l->active))
         linger_end(H2O_STRUCT_FROM_MEMBER(linger_conn, link, l->active.next));
-    /* The timeouts are left registered with the loop, which outlives this
-     * (h2o 2.2 cannot dispose of a loop's timeouts; the process is ending). */
+    h2o_timeout_dispose(l->loop, &l->total);
+    h2o_timeout_dispose(l->loop, &l->idle);
     free(l);
 }
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "http/access_log.h"
 #include "http/framing.h"
 #include "http/metrics.h"
 #include "http/router.h"
@@ -43,7 +44,7 @@ struct http_server {
     struct sockaddr_storage addr;
     socklen_t addrlen;
     int port;
-    int access_fd; /* -1 when off */
+    http_access_log *access; /* NULL when off */
     loop_thread *threads;
     int nthreads;
     workers *pool;
@@ -68,6 +69,7 @@ struct loop_thread {
     h2o_multithread_receiver_t stop_rx;
     h2o_multithread_message_t stop_msg;
     http_linger_loop *linger; /* connections ended by an error, draining */
+    http_access_buf *access;  /* this loop's access log lines; NULL when off */
     int pending; /* deferred requests not yet answered */
     bool stopping;
     uint64_t seq;
@@ -124,32 +126,19 @@ static const char *reason_of(int status)
     }
 }
 
-static void access_log(http_server *srv, const http_req *r, h2o_req_t *req, int status, size_t bytes)
+static void access_log(loop_thread *t, const http_req *r, h2o_req_t *req, int status, size_t bytes)
 {
-    if (srv->access_fd < 0) return;
-    char line[1024], peer[64];
-    struct timespec ts;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
+    if (!t->access) return;
+    http_server *srv = t->srv;
+    char peer[64];
     http_peer(r, peer, sizeof peer);
-    double ms = (double)(base_mono_ns() - r->started_ns) / 1e6;
-    h2o_iovec_t path = req->path;
+    http_access_entry e = {.request_id = r->request_id, .peer = peer, .method = req->method, .path = req->path,
+                           .status = status, .bytes = bytes, .ms = (double)(base_mono_ns() - r->started_ns) / 1e6};
     if (r->route_index >= 0 && r->route_index < srv->routes.nroutes &&
         (srv->routes.routes[r->route_index].flags & HTTP_ROUTE_SECRET))
-        path = h2o_iovec_init(srv->routes.routes[r->route_index].pattern,
-                              strlen(srv->routes.routes[r->route_index].pattern));
-    int n = snprintf(line, sizeof line,
-                     "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ access id=%s peer=%s %.*s %.*s %d %zuB %.3fms\n",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     ts.tv_nsec / 1000000, r->request_id, peer, (int)req->method.len, req->method.base,
-                     (int)(path.len > 512 ? 512 : path.len), path.base, status, bytes, ms);
-    if (n > (int)sizeof line - 1) {
-        n = (int)sizeof line - 1;
-        line[n - 1] = '\n';
-    }
-    ssize_t w = write(srv->access_fd, line, (size_t)n);
-    (void)w;
+        e.path = h2o_iovec_init(srv->routes.routes[r->route_index].pattern,
+                                strlen(srv->routes.routes[r->route_index].pattern));
+    http_access_buf_add(t->access, &e);
 }
 
 static void finish(http_req *r, int status, const char *ctype, const char *body, size_t len)
@@ -169,7 +158,7 @@ static void finish(http_req *r, int status, const char *ctype, const char *body,
     h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-request-id"), 0, NULL, r->request_id,
                           strlen(r->request_id));
     metrics_observe(&t->srv->metrics, r->route_index, status, base_mono_ns() - r->started_ns);
-    access_log(t->srv, r, req, status, len);
+    access_log(t, r, req, status, len);
     req->res.content_length = len;
     if (req->method.len == 4 && memcmp(req->method.base, "HEAD", 4) == 0) len = 0;
     h2o_send_inline(req, body, len);
@@ -421,7 +410,7 @@ h2o_websocket_conn_t *http_server_upgrade_ws(http_req *r, void *data, h2o_websoc
     r->answered = true;
     r->status = 101;
     metrics_observe(&t->srv->metrics, r->route_index, 101, base_mono_ns() - r->started_ns);
-    access_log(t->srv, r, req, 101, 0);
+    access_log(t, r, req, 101, 0);
     return h2o_upgrade_to_websocket(req, key, data, cb);
 }
 
@@ -695,6 +684,8 @@ static void *loop_main(void *p)
         if (s->hooks[i].stop) s->hooks[i].stop(s->hooks[i].arg, t->index);
     http_linger_loop_free(t->linger);
     t->linger = NULL;
+    http_access_buf_free(t->access); /* every line out before the process ends */
+    t->access = NULL;
     return NULL;
 }
 
@@ -706,6 +697,7 @@ static int loop_init(http_server *s, loop_thread *t, int index, int fd)
     t->loop = h2o_evloop_create();
     h2o_context_init(&t->ctx, t->loop, &s->config);
     t->linger = http_linger_loop_new(t->loop);
+    t->access = http_access_buf_new(s->access, t->loop);
     t->accept_ctx.ctx = &t->ctx;
     t->accept_ctx.hosts = s->config.hosts;
     h2o_multithread_register_receiver(t->ctx.queue, &t->done_rx, on_deferred_done);
@@ -721,7 +713,6 @@ http_server *http_server_new(const http_server_opts *opts)
     http_server *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->opts = *opts;
-    s->access_fd = -1;
     h2o_config_init(&s->config);
     s->config.max_request_entity_size = opts->max_body;
     s->config.server_name = h2o_iovec_init(H2O_STRLIT("chime")); /* not h2o's name and version */
@@ -788,22 +779,6 @@ static void handle_metrics(http_req *r, void *arg)
     free(text);
 }
 
-static int open_access_log(http_server *s)
-{
-    const char *a = s->opts.access_log ? s->opts.access_log : "-";
-    if (strcmp(a, "off") == 0) return 0;
-    if (strcmp(a, "-") == 0) {
-        s->access_fd = STDERR_FILENO;
-        return 0;
-    }
-    s->access_fd = open(a, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (s->access_fd < 0) {
-        log_error("access log %s: %s", a, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 /* SO_REUSEPORT lets every loop have its own listener, but it would also let
  * a second chime process (same user) share the port silently and split the
  * traffic between two databases. A probe bound without it fails if anyone
@@ -823,7 +798,7 @@ static int probe_port_free(http_server *s)
 int http_server_start(http_server *s)
 {
     if (http_route(s, HTTP_GET, "/metrics", handle_metrics, s, 0) != 0) return -1;
-    if (parse_listen(s, s->opts.listen) != 0 || open_access_log(s) != 0) return -1;
+    if (parse_listen(s, s->opts.listen) != 0 || http_access_log_open(s->opts.access_log, &s->access) != 0) return -1;
     s->nthreads = http_server_loops(s);
     s->threads = calloc((size_t)s->nthreads, sizeof *s->threads);
     s->pool = workers_new(s->opts.workers > 0 ? s->opts.workers : 1);
@@ -883,6 +858,6 @@ void http_server_free(http_server *s)
      * close them. The process exits right after this; the kernel closes the
      * sockets. The database connections were closed by thread_fini. */
     free(s->threads);
-    if (s->access_fd > STDERR_FILENO) close(s->access_fd);
+    http_access_log_close(s->access);
     free(s);
 }
