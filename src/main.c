@@ -103,6 +103,10 @@ static int cmd_serve(int argc, char **argv)
         return 1;
     }
     store_close(db);
+    if (app_identity_claim(a) != 0) {
+        free(a);
+        return 1;
+    }
 
     /* Loop threads inherit this mask; only sigwait below sees the signals. */
     sigset_t set;
@@ -115,6 +119,7 @@ static int cmd_serve(int argc, char **argv)
     a->tz = tz_db_new(NULL);
     if (a->tz && app_channels_start(a) != 0) {
         tz_db_free(a->tz);
+        app_identity_release(a);
         free(a);
         return 1;
     }
@@ -122,6 +127,7 @@ static int cmd_serve(int argc, char **argv)
         app_http_free(a);
         app_channels_stop(a);
         tz_db_free(a->tz);
+        app_identity_release(a);
         free(a);
         return 1;
     }
@@ -133,6 +139,7 @@ static int cmd_serve(int argc, char **argv)
         app_http_free(a);
         app_channels_stop(a);
         tz_db_free(a->tz);
+        app_identity_release(a);
         free(a);
         return 1;
     }
@@ -152,6 +159,7 @@ static int cmd_serve(int argc, char **argv)
     /* After everything that sends: waits for deliveries in flight. */
     app_channels_stop(a);
     tz_db_free(a->tz);
+    app_identity_release(a); /* last: every lease it named is released */
     free(a);
     log_info("stopped cleanly");
     return 0;
