@@ -288,7 +288,9 @@ static void series_event(ical_writer *w, const cal_event *e, const cal_series *s
     stamps(w, e);
     time_line(w, "DTSTART", e, start);
     time_line(w, "DTEND", e, end);
-    if (e->rrule) linef(w, "RRULE:%s", e->rrule);
+    const char *cursor = e->rrule, *rule;
+    int len;
+    while (cal_rules_next(&cursor, &rule, &len)) linef(w, "RRULE:%.*s", len, rule); /* as they came: maybe two */
     /* Deleted instances and cancelled overrides are both EXDATEs. */
     size_t nex = e->nexdates;
     int64_t *ex = malloc((e->nexdates + novs + 1) * sizeof *ex);

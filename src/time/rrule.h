@@ -171,7 +171,7 @@ typedef struct rrule_plan {
 } rrule_plan;
 
 /* Binds r to dtstart (a valid civil time, year 0..9999). Returns 0 or -1 with
- * a message (an UNTIL before DTSTART is fine: the series is then DTSTART). A
+ * a message (an UNTIL before DTSTART is fine: the series is then empty). A
  * UTC UNTIL is compared as a wall time here; rrule_set converts it first. */
 int rrule_plan_init(rrule_plan *p, const rrule *r, const civil_time *dtstart,
                     char *err, size_t errlen);

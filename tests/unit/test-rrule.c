@@ -291,6 +291,45 @@ static void test_until_before_dtstart(void **state)
     tz_db_free(db);
 }
 
+/* Two RRULEs (RFC 2445; RFC 5545 only discourages it): the set is their
+ * union, each rule with its own COUNT and UNTIL (issue 24.3b). */
+static void test_two_rules_union(void **state)
+{
+    (void)state;
+    static rrule_set set;
+    static rrule_set_iter si;
+    rrule rs[2];
+    civil_time dt;
+    char err[100];
+    const char *a = "FREQ=WEEKLY;BYDAY=MO;COUNT=3", *b = "FREQ=MONTHLY;BYMONTHDAY=15;UNTIL=20260301T000000Z";
+    assert_int_equal(rrule_parse(a, strlen(a), &rs[0], err, sizeof err), 0);
+    assert_int_equal(rrule_parse(b, strlen(b), &rs[1], err, sizeof err), 0);
+    civil_parse_basic("20260105T090000", 15, &dt, NULL);
+    int64_t ex[] = {secs("20260212T090000")};
+    assert_int_equal(rrule_set_init_rules(&set, rs, 2, &dt, NULL, NULL, 0, ex, 1, err, sizeof err), 0);
+    static const char *const want[] = {"20260105T090000", "20260112T090000", "20260115T090000",
+                                       "20260119T090000", "20260215T090000"};
+    int64_t got[8], t;
+    assert_int_equal(rrule_set_expand(&set, INT64_MIN, INT64_MAX, got, 8), 5);
+    for (int i = 0; i < 5; i++) assert_int_equal(got[i], secs(want[i]));
+    assert_true(rrule_set_includes(&set, secs("20260115T090000")));
+    assert_true(rrule_set_includes(&set, secs("20260119T090000")));
+    assert_false(rrule_set_includes(&set, secs("20260126T090000"))); /* past rule 1's COUNT */
+    assert_false(rrule_set_includes(&set, secs("20260315T090000"))); /* past rule 2's UNTIL */
+    assert_true(rrule_set_next_after(&set, secs("20260112T090000"), &t));
+    assert_int_equal(t, secs("20260115T090000"));
+    /* The iterator jumps into the middle of both. */
+    rrule_set_iter_init(&si, &set, secs("20260116T000000"));
+    assert_true(rrule_set_iter_next(&si, &t));
+    assert_int_equal(t, secs("20260119T090000"));
+    assert_true(rrule_set_iter_next(&si, &t));
+    assert_int_equal(t, secs("20260215T090000"));
+    assert_false(rrule_set_iter_next(&si, &t));
+    /* More than two is refused. */
+    rrule three[3] = {rs[0], rs[1], rs[0]};
+    assert_int_equal(rrule_set_init_rules(&set, three, 3, &dt, NULL, NULL, 0, NULL, 0, err, sizeof err), -1);
+}
+
 static void test_parse_errors(void **state)
 {
     (void)state;
@@ -611,6 +650,7 @@ int main(void)
         cmocka_unit_test(test_unsynchronized_dtstart),
         cmocka_unit_test(test_set_exdate_rdate),
         cmocka_unit_test(test_until_before_dtstart),
+        cmocka_unit_test(test_two_rules_union),
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_format),
         cmocka_unit_test(test_explain),
