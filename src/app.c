@@ -139,6 +139,16 @@ int app_identity_claim(app *a)
         return -1;
     }
     snprintf(a->node_id, sizeof a->node_id, "%s", node_identity_id(a->identity));
+    /* Before anyone can connect: what a dead incarnation of this id left
+     * (its WebSockets' presence) is not true of this process. */
+    store *db = store_open(a->cfg.db, err, sizeof err);
+    if (!db || chat_forget_node(db, a->node_id) != STORE_OK) {
+        log_error("cannot clear this node's old presence: %s", db ? store_errmsg(db) : err);
+        store_close(db);
+        app_identity_release(a);
+        return -1;
+    }
+    store_close(db);
     return 0;
 }
 

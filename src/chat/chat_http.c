@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "base/base.h"
-#include "chat/chat_cleanup.h"
 #include "chat/chat_int.h"
 #include "http/json.h"
 #include "users/users.h"
@@ -423,14 +422,6 @@ static void on_commit(void *arg, const int64_t *users, size_t n)
 
 int chat_start(chat_service *c)
 {
-    char err[256];
-    store *db = store_open(c->o.db_url, err, sizeof err);
-    if (!db || chat_forget_node(db, c->o.node_id) != STORE_OK) {
-        log_error("chat: cannot clear this node's old presence: %s", db ? store_errmsg(db) : err);
-        store_close(db);
-        return -1;
-    }
-    store_close(db);
     chat_writer_opts wo = {.db_url = c->o.db_url, .group_max_members = c->o.group_max_members,
                            .on_commit = on_commit, .arg = c};
     c->writer = chat_writer_new(&wo);
