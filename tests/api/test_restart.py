@@ -9,14 +9,14 @@ Each event carries an in-app and a webhook reminder; the webhooks go to a
 real HTTP receiver on loopback (tests/api/receivers.py), which records when
 each request arrived. Runs on SQLite and on PostgreSQL."""
 import datetime
-import re
 import signal
 import time
 import unittest
 
-from chime import Server, fresh_db
+from chime import NodesTest
 from receivers import HttpReceiver
 from test_jobs import sql, wait_for
+from test_jobs_cluster import node_id
 
 HOOKS = HttpReceiver().start()
 # Defaults but for what the receiver needs (it is on loopback).
@@ -30,25 +30,8 @@ def iso(t):
     return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
 
 
-def node_id(server):
-    m = wait_for(lambda: re.search(r"jobs: node (\S+) scheduling", server.log()), timeout=10)
-    return m.group(1)
-
-
-class TestRestart(unittest.TestCase):
-    def setUp(self):
-        self.db = fresh_db()
-        self.servers = []
-
-    def tearDown(self):
-        for s in self.servers:
-            if s.proc is not None:
-                s.stop(signal.SIGKILL)
-
-    def start(self):
-        s = Server(db=self.db, args=ARGS).start()
-        self.servers.append(s)
-        return s
+class TestRestart(NodesTest):
+    node_args = ARGS
 
     def leases(self):
         return {r[0]: (r[1], int(r[2])) for r in sql(self.db, "SELECT name, owner, epoch FROM leases")}

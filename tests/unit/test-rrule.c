@@ -181,6 +181,26 @@ static void test_examples(void **state)
     }
 }
 
+/* A set of one rule from DTSTART in zone z (NULL: floating). */
+static void set_for(rrule_set *set, const char *dtstart, const char *text, const tz_zone *z, int64_t *rd, size_t nrd)
+{
+    rrule r;
+    civil_time dt;
+    char err[100];
+    assert_int_equal(rrule_parse(text, strlen(text), &r, err, sizeof err), 0);
+    civil_parse_basic(dtstart, strlen(dtstart), &dt, NULL);
+    assert_int_equal(rrule_set_init(set, &r, &dt, z, rd, nrd, NULL, 0, err, sizeof err), 0);
+}
+
+/* The whole set is exactly want[0..n). */
+static void expect_set(rrule_set *set, const char *const *want, size_t n)
+{
+    int64_t got[16];
+    size_t m = rrule_set_expand(set, INT64_MIN, INT64_MAX, got, 16);
+    if (m != n) fail_msg("%zu occurrences, want %zu", m, n);
+    for (size_t i = 0; i < n; i++) assert_int_equal(got[i], secs(want[i]));
+}
+
 static void expect_list(rrule_plan *p, const char *const *want, size_t n)
 {
     int64_t got[64];
@@ -273,19 +293,13 @@ static void test_until_before_dtstart(void **state)
     tz_db *db = tz_db_new(NULL);
     const tz_zone *ny = tz_db_get(db, "America/New_York");
     assert_non_null(ny);
-    rrule r;
-    civil_time dt;
-    char err[100];
-    const char *rule = "FREQ=DAILY;UNTIL=19970902T120000Z";
-    assert_int_equal(rrule_parse(rule, strlen(rule), &r, err, sizeof err), 0);
-    civil_parse_basic("19970902T090000", 15, &dt, NULL);
-    assert_int_equal(rrule_set_init(&set, &r, &dt, ny, NULL, 0, NULL, 0, err, sizeof err), 0);
+    set_for(&set, "19970902T090000", "FREQ=DAILY;UNTIL=19970902T120000Z", ny, NULL, 0);
     assert_int_equal(rrule_set_expand(&set, INT64_MIN, INT64_MAX, out, 4), 0);
     assert_false(rrule_set_includes(&set, secs("19970902T090000")));
     assert_false(rrule_set_next_after(&set, secs("19970101T000000"), &t));
     /* RDATEs are not bounded by UNTIL (RFC 5545): they stay. */
     int64_t rd[] = {secs("19970903T100000")};
-    assert_int_equal(rrule_set_init(&set, &r, &dt, ny, rd, 1, NULL, 0, err, sizeof err), 0);
+    set_for(&set, "19970902T090000", "FREQ=DAILY;UNTIL=19970902T120000Z", ny, rd, 1);
     assert_int_equal(rrule_set_expand(&set, INT64_MIN, INT64_MAX, out, 4), 1);
     assert_int_equal(out[0], secs("19970903T100000"));
     tz_db_free(db);
@@ -309,9 +323,8 @@ static void test_two_rules_union(void **state)
     assert_int_equal(rrule_set_init_rules(&set, rs, 2, &dt, NULL, NULL, 0, ex, 1, err, sizeof err), 0);
     static const char *const want[] = {"20260105T090000", "20260112T090000", "20260115T090000",
                                        "20260119T090000", "20260215T090000"};
-    int64_t got[8], t;
-    assert_int_equal(rrule_set_expand(&set, INT64_MIN, INT64_MAX, got, 8), 5);
-    for (int i = 0; i < 5; i++) assert_int_equal(got[i], secs(want[i]));
+    int64_t t;
+    expect_set(&set, want, 5);
     assert_true(rrule_set_includes(&set, secs("20260115T090000")));
     assert_true(rrule_set_includes(&set, secs("20260119T090000")));
     assert_false(rrule_set_includes(&set, secs("20260126T090000"))); /* past rule 1's COUNT */
