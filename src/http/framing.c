@@ -151,6 +151,7 @@ struct http_linger_loop {
 typedef struct linger_conn {
     http_linger_loop *owner;
     int fd;
+    h2o_socket_t *h2o_sock; /* h2o's, until it closes it */
     h2o_socket_t *sock; /* ours, on fd; NULL until h2o has closed its own */
     size_t discarded;
     h2o_linklist_t link;
@@ -174,8 +175,12 @@ static void linger_end(linger_conn *c)
     if (h2o_timeout_is_linked(&c->idle)) h2o_timeout_unlink(&c->idle);
     if (h2o_linklist_is_linked(&c->link)) h2o_linklist_unlink(&c->link);
     c->owner->n--;
-    if (c->sock) h2o_socket_close(c->sock); /* closes fd */
-    else close(c->fd);
+    if (c->sock) {
+        h2o_socket_close(c->sock); /* closes fd */
+    } else { /* h2o's socket is still open (the loop is ending): forget us */
+        c->h2o_sock->on_close.cb = NULL;
+        close(c->fd);
+    }
     free(c);
 }
 
@@ -220,6 +225,7 @@ static void on_discard(h2o_socket_t *sock, const char *err)
 static void on_h2o_closed(void *data)
 {
     linger_conn *c = data;
+    c->h2o_sock = NULL;
     shutdown(c->fd, SHUT_WR);
     c->sock = h2o_evloop_socket_create(c->owner->loop, c->fd, 0);
     c->sock->data = c;
@@ -241,6 +247,7 @@ void http_linger_arm(http_linger_loop *l, h2o_req_t *req)
     }
     c->owner = l;
     c->fd = fd;
+    c->h2o_sock = sock;
     c->total.cb = on_total;
     c->idle.cb = on_idle;
     h2o_linklist_insert(&l->active, &c->link);
