@@ -1,5 +1,7 @@
 /* server.c -- h2o event loops, listeners, request dispatch, responses,
- * deferred work and clean shutdown. The only file that includes h2o.h. */
+ * deferred work and clean shutdown. Request framing checks and the
+ * lingering close are in framing.c, the buffered access log in
+ * access_log.c; h2o's types stay inside src/http. */
 #define _GNU_SOURCE
 #include "http/server.h"
 
@@ -522,8 +524,10 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 /* ---- h2o's own errors as JSON ------------------------------------------- */
 
 /* h2o answers some requests itself before any handler runs (413 for a body
- * over the limit, 400 for broken chunked encoding) with a text/plain body.
- * This filter turns those into our JSON error shape. */
+ * over the limit, 400 for broken chunked encoding or a transfer coding it
+ * does not know) with a text/plain body. This filter turns those into our
+ * JSON error shape, and lets the connection linger (framing.c) when the
+ * answer ends it, so the client reads the answer instead of a reset. */
 typedef struct json_error_ostream {
     h2o_ostream_t super;
     h2o_iovec_t body;
