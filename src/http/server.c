@@ -53,6 +53,9 @@ struct http_server {
     char id_prefix[12];
     loop_hook hooks[HTTP_MAX_LOOP_HOOKS];
     int nhooks;
+    pthread_mutex_t start_mu; /* loops set up on their own threads report here */
+    pthread_cond_t start_cv;
+    int loops_ready;
     http_auth_fn authenticate, admin;
     void *auth_arg;
 };
@@ -673,11 +676,18 @@ static void on_stop(h2o_multithread_receiver_t *rx, h2o_linklist_t *messages)
     h2o_context_request_shutdown(&t->ctx);
 }
 
+static void loop_init(loop_thread *t);
+
 static void *loop_main(void *p)
 {
     loop_thread *t = p;
     http_server *s = t->srv;
     base_thread_name("http-loop");
+    loop_init(t);
+    pthread_mutex_lock(&s->start_mu);
+    s->loops_ready++;
+    pthread_cond_broadcast(&s->start_cv);
+    pthread_mutex_unlock(&s->start_mu);
     for (int i = 0; i < s->nhooks; i++)
         if (s->hooks[i].start) s->hooks[i].start(s->hooks[i].arg, t->index);
     while (!t->stopping || t->pending > 0) h2o_evloop_run(t->loop, 100);
@@ -693,11 +703,15 @@ static void *loop_main(void *p)
     return NULL;
 }
 
-static int loop_init(http_server *s, loop_thread *t, int index, int fd)
+/* On the loop's own thread: h2o's sockets -- the context's queue pipe, the
+ * listener -- take their buffers from the creating thread's thread-local
+ * allocator; made on the main thread, two loops shared its free lists
+ * without a lock and reused each other's freed buffers (ASan caught it,
+ * now and then, under the chat tests). hclient.c learnt the same. */
+static void loop_init(loop_thread *t)
 {
-    t->srv = s;
-    t->index = index;
-    t->listen_fd = fd;
+    http_server *s = t->srv;
+    int fd = t->listen_fd;
     t->loop = h2o_evloop_create();
     h2o_context_init(&t->ctx, t->loop, &s->config);
     t->linger = http_linger_loop_new(t->loop);
@@ -709,7 +723,6 @@ static int loop_init(http_server *s, loop_thread *t, int index, int fd)
     t->listener = h2o_evloop_socket_create(t->loop, fd, H2O_SOCKET_FLAG_DONT_READ);
     t->listener->data = t;
     h2o_socket_read_start(t->listener, on_accept);
-    return 0;
 }
 
 http_server *http_server_new(const http_server_opts *opts)
@@ -718,6 +731,8 @@ http_server *http_server_new(const http_server_opts *opts)
     if (!s) return NULL;
     s->opts = *opts;
     h2o_config_init(&s->config);
+    pthread_mutex_init(&s->start_mu, NULL);
+    pthread_cond_init(&s->start_cv, NULL);
     s->config.max_request_entity_size = opts->max_body;
     s->config.server_name = h2o_iovec_init(H2O_STRLIT("chime")); /* not h2o's name and version */
     h2o_hostconf_t *host = h2o_config_register_host(&s->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
@@ -812,17 +827,21 @@ int http_server_start(http_server *s)
         return -1;
     }
     for (int i = 0; i < s->nthreads; i++) {
-        int fd = open_listener(s);
-        if (fd < 0) {
+        loop_thread *t = &s->threads[i];
+        *t = (loop_thread){.srv = s, .index = i, .listen_fd = open_listener(s)};
+        if (t->listen_fd < 0) {
             log_error("listen on %s: %s", s->opts.listen, strerror(errno));
             return -1;
         }
-        loop_init(s, &s->threads[i], i, fd);
     }
-    for (int i = 0; i < s->nthreads; i++) {
-        if (pthread_create(&s->threads[i].tid, NULL, loop_main, &s->threads[i]) != 0) return -1;
-        s->threads[i].started = true;
-    }
+    int started = 0;
+    while (started < s->nthreads && pthread_create(&s->threads[started].tid, NULL, loop_main, &s->threads[started]) == 0)
+        s->threads[started++].started = true;
+    /* Stopping a loop needs its receivers: wait until each is set up. */
+    pthread_mutex_lock(&s->start_mu);
+    while (s->loops_ready < started) pthread_cond_wait(&s->start_cv, &s->start_mu);
+    pthread_mutex_unlock(&s->start_mu);
+    if (started < s->nthreads) return -1;
     char host[INET6_ADDRSTRLEN] = "?";
     if (s->addr.ss_family == AF_INET6)
         inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&s->addr)->sin6_addr, host, sizeof host);
@@ -863,5 +882,7 @@ void http_server_free(http_server *s)
      * sockets. The database connections were closed by thread_fini. */
     free(s->threads);
     http_access_log_close(s->access);
+    pthread_mutex_destroy(&s->start_mu);
+    pthread_cond_destroy(&s->start_cv);
     free(s);
 }
