@@ -72,6 +72,10 @@ build/bench/receiver: bench/reminders/receiver.c
 	@mkdir -p $(dir $@)
 	$(CC) $(REL_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(PKG_LIBS)
 
+build/bench/bare-h2o: bench/http/bare.c
+	@mkdir -p $(dir $@)
+	$(CC) $(REL_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(PKG_LIBS)
+
 run: deps
 	@$(MAKE) --no-print-directory build/chime
 	@mkdir -p var

@@ -1,5 +1,6 @@
 /* fuzz-rrule-expand.c -- expansion of any rule from any DTSTART: bounded,
- * strictly increasing, and next_after/includes agree with the iteration.
+ * strictly increasing, and next_after/includes agree with the iteration;
+ * empty only when UNTIL comes before DTSTART.
  * Input: 15 bytes of DTSTART (YYYYMMDDTHHMMSS), then the RRULE text. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,7 +21,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rrule_parse((const char *)data + 15, size - 15, &r, err, sizeof err) != 0) return 0;
     if (rrule_plan_init(&plan, &r, &dt, err, sizeof err) != 0) return 0;
     size_t n = rrule_expand(&plan, INT64_MIN, INT64_MAX, occ, N);
-    if (n == 0 || occ[0] != plan.dtstart) abort(); /* DTSTART always comes first */
+    /* DTSTART always comes first, unless UNTIL is before it: then nothing. */
+    if (n == 0) {
+        if (plan.until >= plan.dtstart || rrule_includes(&plan, plan.dtstart)) abort();
+        return 0;
+    }
+    if (occ[0] != plan.dtstart) abort();
     for (size_t i = 0; i < n; i++) {
         if (i && occ[i] <= occ[i - 1]) abort();
         if (!rrule_includes(&plan, occ[i])) abort();

@@ -135,25 +135,40 @@ void app_http_free(app *a)
     a->dbs = NULL;
 }
 
-/* host-pid-random: readable in logs, unique among live processes. */
-static void make_node_id(char *buf, size_t size);
-
-void app_identity(app *a)
+int app_identity_claim(app *a)
 {
-    if (a->cfg.node_id[0]) snprintf(a->node_id, sizeof a->node_id, "%s", a->cfg.node_id);
-    else make_node_id(a->node_id, sizeof a->node_id);
+    char err[300];
+    a->identity = node_identity_claim(a->cfg.db, a->cfg.node_id, err, sizeof err);
+    if (!a->identity) {
+        log_error("%s", err);
+        return -1;
+    }
+    snprintf(a->node_id, sizeof a->node_id, "%s", node_identity_id(a->identity));
+    /* Before anyone can connect: what a dead incarnation of this id left
+     * (its WebSockets' presence) is not true of this process. */
+    store *db = store_open(a->cfg.db, err, sizeof err);
+    if (!db || chat_forget_node(db, a->node_id) != STORE_OK) {
+        log_error("cannot clear this node's old presence: %s", db ? store_errmsg(db) : err);
+        store_close(db);
+        app_identity_release(a);
+        return -1;
+    }
+    store_close(db);
+    return 0;
 }
 
-static void make_node_id(char *buf, size_t size)
+void app_identity_release(app *a)
 {
-    char host[32] = "node";
-    unsigned char raw[3];
-    char hex[7];
-    gethostname(host, sizeof host);
-    host[sizeof host - 1] = '\0';
-    base_random(raw, sizeof raw);
-    base_hex(raw, sizeof raw, hex);
-    snprintf(buf, size, "%s-%ld-%s", host, (long)getpid(), hex);
+    node_identity_release(a->identity);
+    a->identity = NULL;
+}
+
+/* Every heartbeat: the id's lock still ours (see identity.h). */
+static void identity_check(void *arg)
+{
+    app *a = arg;
+    char err[300];
+    if (node_identity_keep(a->identity, err, sizeof err) != 0) log_error("%s", err);
 }
 
 static int register_jobs(app *a)
@@ -195,7 +210,6 @@ fail:
 
 int app_jobs_start(app *a)
 {
-    if (!a->node_id[0]) app_identity(a);
     a->jobs = jobs_registry_new(a->tz);
     if (!a->jobs || register_jobs(a) != 0) {
         app_jobs_stop(a);
@@ -208,7 +222,7 @@ int app_jobs_start(app *a)
     snprintf(address, sizeof address, "%.*s:%d", hostlen, a->cfg.listen, http_server_port(a->http));
     jobs_scheduler_opts o = {.db_url = a->cfg.db, .node_id = a->node_id, .address = address,
                              .heartbeat_ms = a->cfg.lease_heartbeat, .ttl_ms = a->cfg.lease_ttl,
-                             .runners = (int)a->cfg.job_runners};
+                             .runners = (int)a->cfg.job_runners, .on_beat = identity_check, .beat_arg = a};
     a->scheduler = jobs_scheduler_new(a->jobs, &o);
     if (!a->scheduler || jobs_scheduler_start(a->scheduler) != 0) {
         log_error("jobs: cannot start the scheduler");
@@ -283,7 +297,6 @@ static void feed_push(void *arg, int64_t user_id, const char *frame, size_t len)
 
 int app_feed_start(app *a)
 {
-    if (!a->node_id[0]) app_identity(a);
     a->ids = idgen_start(a->cfg.db, a->node_id, a->cfg.lease_ttl, a->cfg.lease_heartbeat);
     feed_fanout_opts fo = {.db_url = a->cfg.db, .node_id = a->node_id, .lim = a->feed.lim,
                            .lease_ttl_ms = a->cfg.lease_ttl, .heartbeat_ms = a->cfg.lease_heartbeat,

@@ -8,6 +8,7 @@
 #include "chat/chat_cleanup.h"
 #include "chat/chat_http.h"
 #include "cluster/bus.h"
+#include "cluster/identity.h"
 #include "deliver/push.h"
 #include "feed/feed_http.h"
 #include "config.h"
@@ -46,8 +47,10 @@ typedef struct app {
     ws_hub *hub;
     push *push;
     bus *bus;
-    /* The job scheduler and what it borrows; app_jobs_start makes them. */
+    /* This node's id and the lock that proves it ours (identity.h). */
+    node_identity *identity;
     char node_id[64];
+    /* The job scheduler and what it borrows; app_jobs_start makes them. */
     jobs_registry *jobs;
     jobs_scheduler *scheduler;
     users_cleanup_opts cleanup;
@@ -59,9 +62,12 @@ typedef struct app {
     notify_engine *notify;
 } app;
 
-/* The node's id (--node-id, or made up): before anything that names the
- * node (leases, presence, ids). */
-void app_identity(app *a);
+/* Claims the node's id (--node-id, or the first free "<host>-N") into
+ * a->node_id; first, since every lease and presence row is named by it.
+ * 0, or -1 (logged) when the id is held by a live node. Released last,
+ * after every lease it named. */
+int app_identity_claim(app *a);
+void app_identity_release(app *a);
 
 /* Builds the server with every route and the domains' contexts, ready for
  * http_server_start (after app_channels_start: webhook tests send through

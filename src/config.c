@@ -4,11 +4,15 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-typedef enum { OPT_STR, OPT_INT, OPT_SIZE, OPT_MS } opt_type; /* OPT_MS: seconds, stored as ms */
+/* OPT_MS: seconds, stored as ms. OPT_BOOL: 0/1, and on the command line a
+ * bare flag means 1. */
+typedef enum { OPT_STR, OPT_INT, OPT_SIZE, OPT_MS, OPT_BOOL } opt_type;
 
 typedef struct opt_def {
     const char *name; /* flag without "--", file key; env is CHIME_ + upper */
@@ -73,8 +77,8 @@ static const opt_def opts[] = {
      "SMTP server for reminder email, smtp://HOST:PORT or smtps:// (default: email disabled)"},
     {"smtp-from", OPT_STR, offsetof(chime_config, smtp_from), sizeof(((chime_config *)0)->smtp_from), 0, 0,
      "From: of reminder email (default \"chime <noreply@localhost>\")"},
-    NUM("webhook-allow-private", webhook_allow_private, OPT_INT, 0, 1,
-        "1 lets webhooks reach loopback, private and link-local addresses (default 0)"),
+    NUM("webhook-allow-private", webhook_allow_private, OPT_BOOL, 0, 1,
+        "let webhooks reach loopback, private and link-local addresses (default off)"),
     NUM("webhook-timeout", webhook_timeout, OPT_INT, 100, 600000,
         "milliseconds each webhook or email attempt may take (default 10000)"),
     NUM("send-max-in-flight", send_max_in_flight, OPT_INT, 1, 65536,
@@ -156,6 +160,17 @@ static int parse_ms(const char *value, long long *out)
     return 0;
 }
 
+/* 1/0, true/false, yes/no, on/off in any case; -1 for anything else. */
+static int parse_bool(const char *value)
+{
+    static const char *yes[] = {"1", "true", "yes", "on"}, *no[] = {"0", "false", "no", "off"};
+    for (int i = 0; i < 4; i++) {
+        if (strcasecmp(value, yes[i]) == 0) return 1;
+        if (strcasecmp(value, no[i]) == 0) return 0;
+    }
+    return -1;
+}
+
 static const opt_def *opt_find(const char *name, size_t len)
 {
     for (size_t i = 0; i < NOPTS; i++)
@@ -177,6 +192,16 @@ static int opt_set(chime_config *c, const opt_def *o, const char *value, const c
     char *end;
     errno = 0;
     long long v = 0;
+    if (o->type == OPT_BOOL) {
+        int b = parse_bool(value);
+        if (b < 0) {
+            fprintf(stderr, "chime: %s: %s is a switch: 1/0, true/false, yes/no or on/off, not '%s'\n", source,
+                    o->name, value);
+            return -1;
+        }
+        *(int64_t *)field = b;
+        return 0;
+    }
     if (o->type == OPT_MS) {
         if (parse_ms(value, &v) != 0 || v < o->min || v > o->max) {
             fprintf(stderr, "chime: %s: %s must be seconds (\"2\", \"0.5\") or milliseconds (\"500ms\")"
@@ -272,19 +297,27 @@ void config_print_help(const char *verb)
     printf("  --%-18s %s\n", "config FILE", "read settings from FILE (flags and environment win)");
     for (size_t i = 0; i < NOPTS; i++) {
         char flag[64];
-        snprintf(flag, sizeof flag, "%s %s", opts[i].name, opts[i].type == OPT_STR ? "TEXT" : opts[i].type == OPT_MS ? "SECONDS" : "N");
+        static const char *metavar[] = {[OPT_STR] = " TEXT", [OPT_INT] = " N", [OPT_SIZE] = " N",
+                                         [OPT_MS] = " SECONDS", [OPT_BOOL] = ""};
+        snprintf(flag, sizeof flag, "%s%s", opts[i].name, metavar[opts[i].type]);
         printf("  --%-18s %s\n", flag, opts[i].help);
     }
     printf("  --%-18s %s\n", "help", "print this help");
 }
 
-/* Splits "--name=value" or "--name value". Returns the value or NULL. */
+/* Splits "--name=value" or "--name value". Returns the value or NULL. A
+ * switch takes the next argument only when it is not itself a flag (serve
+ * has no positional arguments, so "--switch 1" keeps its old meaning);
+ * bare, it means on. */
 static const char *flag_value(int argc, char **argv, int *i, const char **name, size_t *name_len)
 {
     const char *arg = argv[*i] + 2, *eq = strchr(arg, '=');
     *name = arg;
     *name_len = eq ? (size_t)(eq - arg) : strlen(arg);
     if (eq) return eq + 1;
+    const opt_def *o = opt_find(arg, *name_len);
+    bool next_is_flag = *i + 1 >= argc || strncmp(argv[*i + 1], "--", 2) == 0;
+    if (o && o->type == OPT_BOOL && next_is_flag) return "1";
     if (*i + 1 < argc) return argv[++*i];
     return NULL;
 }

@@ -103,6 +103,10 @@ static int cmd_serve(int argc, char **argv)
         return 1;
     }
     store_close(db);
+    if (app_identity_claim(a) != 0) {
+        free(a);
+        return 1;
+    }
 
     /* Loop threads inherit this mask; only sigwait below sees the signals. */
     sigset_t set;
@@ -115,15 +119,16 @@ static int cmd_serve(int argc, char **argv)
     a->tz = tz_db_new(NULL);
     if (a->tz && app_channels_start(a) != 0) {
         tz_db_free(a->tz);
+        app_identity_release(a);
         free(a);
         return 1;
     }
-    app_identity(a);
     if (!a->tz || !app_http_new(a) || app_feed_start(a) != 0 || http_server_start(a->http) != 0) {
         app_feed_stop(a);
         app_http_free(a);
         app_channels_stop(a);
         tz_db_free(a->tz);
+        app_identity_release(a);
         free(a);
         return 1;
     }
@@ -136,6 +141,7 @@ static int cmd_serve(int argc, char **argv)
         app_http_free(a);
         app_channels_stop(a);
         tz_db_free(a->tz);
+        app_identity_release(a);
         free(a);
         return 1;
     }
@@ -156,6 +162,7 @@ static int cmd_serve(int argc, char **argv)
     /* After everything that sends: waits for deliveries in flight. */
     app_channels_stop(a);
     tz_db_free(a->tz);
+    app_identity_release(a); /* last: every lease it named is released */
     free(a);
     log_info("stopped cleanly");
     return 0;

@@ -137,8 +137,9 @@ def written_bytes(pid):
 
 
 def start_node(db, port, log, extra):
-    cmd = [BIN, "serve", "--listen", "127.0.0.1:%d" % port, "--db", db, "--access-log", "off", "--threads", "1",
-           "--lease-heartbeat", "1", "--lease-ttl", "4"] + extra
+    # The default lease settings (15 s TTL): a restarted node comes back
+    # under its own id and takes its leases back at once (issue 24.1).
+    cmd = [BIN, "serve", "--listen", "127.0.0.1:%d" % port, "--db", db, "--access-log", "off", "--threads", "1"] + extra
     return subprocess.Popen(cmd, stdout=log, stderr=log)
 
 

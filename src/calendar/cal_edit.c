@@ -25,18 +25,6 @@ int cal_event_add_exdate(cal_event *ev, int64_t local)
     return CAL_OK;
 }
 
-/* The rule's text again after a change; -1 when out of memory. */
-static int rrule_store(const rrule *r, char **text)
-{
-    size_t need = rrule_format(r, NULL, 0) + 1;
-    char *t = malloc(need);
-    if (!t) return -1;
-    rrule_format(r, t, need);
-    free(*text);
-    *text = t;
-    return 0;
-}
-
 /* How many instances of the rule come before `before` (local seconds). */
 static int count_before(const rrule *r, const civil_time *start, int64_t before, uint32_t *n)
 {
@@ -62,23 +50,34 @@ static void dates_filter(int64_t *v, size_t *n, int64_t cut, bool keep_before)
     *n = k;
 }
 
+/* Ends one rule before the cut: COUNT keeps its meaning (those before
+ * the cut), else an UNTIL just before it. */
+static int rule_truncate(rrule *r, const cal_event *ev, const cal_series *s, int64_t original_local,
+                         int64_t original_ms)
+{
+    if (r->has & RRULE_HAS_COUNT) {
+        uint32_t before;
+        if (count_before(r, &ev->start_local, original_local, &before) != 0) return -1;
+        r->count = before ? before : 1;
+        return 0;
+    }
+    r->has |= RRULE_HAS_UNTIL;
+    int64_t cut = ev->all_day ? original_local - 86400 : original_ms / 1000 - 1;
+    civil_from_seconds(cut, &r->until);
+    r->until_kind = ev->all_day ? RRULE_UNTIL_DATE : s->zone ? RRULE_UNTIL_UTC : RRULE_UNTIL_LOCAL;
+    if (!ev->all_day && !s->zone) civil_from_seconds(original_local - 1, &r->until);
+    return 0;
+}
+
 int cal_series_truncate(cal_event *ev, const cal_series *s, int64_t original_local, int64_t original_ms)
 {
     char msg[160];
-    rrule r;
-    if (!ev->rrule || rrule_parse(ev->rrule, strlen(ev->rrule), &r, msg, sizeof msg) != 0) return -1;
-    if (r.has & RRULE_HAS_COUNT) { /* keep COUNT's meaning: those before the cut */
-        uint32_t before;
-        if (count_before(&r, &ev->start_local, original_local, &before) != 0) return -1;
-        r.count = before ? before : 1;
-    } else {
-        r.has |= RRULE_HAS_UNTIL;
-        int64_t cut = ev->all_day ? original_local - 86400 : original_ms / 1000 - 1;
-        civil_from_seconds(cut, &r.until);
-        r.until_kind = ev->all_day ? RRULE_UNTIL_DATE : s->zone ? RRULE_UNTIL_UTC : RRULE_UNTIL_LOCAL;
-        if (!ev->all_day && !s->zone) civil_from_seconds(original_local - 1, &r.until);
-    }
-    if (rrule_store(&r, &ev->rrule) != 0) return -1;
+    rrule rs[RRULE_SET_MAX_RULES];
+    int n;
+    if (!ev->rrule || cal_rules_parse(ev->rrule, rs, &n, msg, sizeof msg) != 0 || n == 0) return -1;
+    for (int i = 0; i < n; i++)
+        if (rule_truncate(&rs[i], ev, s, original_local, original_ms) != 0) return -1;
+    if (cal_rules_store(rs, n, &ev->rrule) != 0) return -1;
     /* RDATEs and EXDATEs from the cut on go with the cut. */
     dates_filter(ev->rdates, &ev->nrdates, original_local, true);
     dates_filter(ev->exdates, &ev->nexdates, original_local, true);
@@ -140,20 +139,18 @@ int cal_series_split(cal_event *old, const cal_series *s, int64_t original_local
                      int64_t next_id, cal_event *next)
 {
     char msg[160];
-    rrule r;
+    rrule total[RRULE_SET_MAX_RULES], kept[RRULE_SET_MAX_RULES];
+    int n = 0, nkept = 0;
     memset(next, 0, sizeof *next);
     if (split_copy(old, original_local, next_id, next) != 0) return -1;
-    bool counted = next->rrule && rrule_parse(next->rrule, strlen(next->rrule), &r, msg, sizeof msg) == 0 &&
-                   (r.has & RRULE_HAS_COUNT);
-    uint32_t total = counted ? r.count : 0;
+    if (next->rrule && cal_rules_parse(next->rrule, total, &n, msg, sizeof msg) != 0) return -1;
     if (cal_series_truncate(old, s, original_local, original_ms) != 0) return -1;
-    if (!counted) return 0;
-    /* COUNT is split: the old series keeps those before the cut. */
-    if (rrule_parse(old->rrule, strlen(old->rrule), &r, msg, sizeof msg) != 0) return -1;
-    uint32_t before = r.count;
-    if (rrule_parse(next->rrule, strlen(next->rrule), &r, msg, sizeof msg) != 0) return -1;
-    r.count = total > before ? total - before : 1;
-    return rrule_store(&r, &next->rrule);
+    if (cal_rules_parse(old->rrule, kept, &nkept, msg, sizeof msg) != 0 || nkept != n) return -1;
+    /* COUNT is split, rule by rule: the old series keeps those before the
+     * cut, the new one the rest. */
+    for (int i = 0; i < n; i++)
+        if (total[i].has & RRULE_HAS_COUNT) total[i].count = total[i].count > kept[i].count ? total[i].count - kept[i].count : 1;
+    return cal_rules_store(total, n, &next->rrule);
 }
 
 int cal_series_split_save(store *db, cal_event *old, cal_event *next, int64_t original_ms, bool moved_times)

@@ -15,21 +15,60 @@
 #include "base/base.h"
 #include "time/rrule.h"
 
+int cal_rules_parse(const char *text, rrule *rs, int *n, char *err, size_t errlen)
+{
+    *n = 0;
+    const char *rule;
+    int len;
+    while (cal_rules_next(&text, &rule, &len)) {
+        if (*n == RRULE_SET_MAX_RULES) {
+            snprintf(err, errlen, "at most %d RRULEs", RRULE_SET_MAX_RULES);
+            return -1;
+        }
+        if (rrule_parse(rule, (size_t)len, &rs[(*n)++], err, errlen) != 0) return -1;
+    }
+    return 0;
+}
+
+int cal_rules_store(const rrule *rs, int n, char **text)
+{
+    size_t need = 1;
+    for (int i = 0; i < n; i++) need += rrule_format(&rs[i], NULL, 0) + 1;
+    char *t = n ? malloc(need) : NULL;
+    if (n && !t) return -1;
+    for (size_t at = 0, i = 0; i < (size_t)n; i++) {
+        if (i) t[at++] = '\n';
+        at += rrule_format(&rs[i], t + at, need - at);
+    }
+    free(*text);
+    *text = t;
+    return 0;
+}
+
+bool cal_rules_next(const char **cursor, const char **rule, int *len)
+{
+    const char *p = *cursor;
+    if (!p || !*p) return false;
+    size_t n = strcspn(p, "\n");
+    *rule = p;
+    *len = (int)n;
+    *cursor = p + n + (p[n] == '\n');
+    return true;
+}
+
 int cal_series_init(cal_series *s, const cal_event *e, tz_db *tz, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     s->ev = e;
     const char *zone = cal_event_zone_name(e);
     s->zone = zone[0] ? tz_db_get(tz, zone) : NULL;
-    rrule r, *rp = NULL;
-    if (e->rrule) {
-        if (rrule_parse(e->rrule, strlen(e->rrule), &r, err, errlen) != 0) return -1;
-        rp = &r;
-    }
-    s->recurring = rp != NULL || e->nrdates > 0;
+    rrule rs[RRULE_SET_MAX_RULES];
+    int n;
+    if (cal_rules_parse(e->rrule, rs, &n, err, errlen) != 0) return -1;
+    s->recurring = n > 0 || e->nrdates > 0;
     /* The set sorts its date arrays in place; ours are kept sorted already. */
-    return rrule_set_init(&s->set, rp, &e->start_local, s->zone, e->rdates, e->nrdates, e->exdates, e->nexdates,
-                          err, errlen);
+    return rrule_set_init_rules(&s->set, rs, n, &e->start_local, s->zone, e->rdates, e->nrdates, e->exdates,
+                                e->nexdates, err, errlen);
 }
 
 int64_t cal_series_utc_ms(const cal_series *s, int64_t local)
@@ -194,9 +233,17 @@ static bool declined_by(const cal_event *e, int64_t viewer)
     return false;
 }
 
+/* [start, end) overlaps [from, to); an instant (start == end) is in it
+ * when from <= start < to. Free/busy wants busy time: instants have none. */
+static bool overlaps(const cal_query *q, int64_t start_ms, int64_t end_ms)
+{
+    if (q->busy_only && end_ms <= start_ms) return false;
+    return start_ms < q->to_ms && (end_ms > q->from_ms || start_ms >= q->from_ms);
+}
+
 static bool in_range(const cal_query *q, const cal_item *it)
 {
-    return it->start_ms < q->to_ms && (it->end_ms > q->from_ms || it->start_ms >= q->from_ms);
+    return overlaps(q, it->start_ms, it->end_ms);
 }
 
 /* Advances a series source to its next instance that belongs on the page. */
@@ -247,7 +294,7 @@ static void heap_down(cal_merge *m, size_t i)
 static bool override_wanted(const cal_query *q, const cal_override *o)
 {
     if (o->cancelled || strcmp(o->status, "cancelled") == 0) return false;
-    return o->start_ms < q->to_ms && o->end_ms > q->from_ms;
+    return overlaps(q, o->start_ms, o->end_ms);
 }
 
 static bool event_wanted(const cal_query *q, const cal_event *e)
@@ -377,8 +424,31 @@ static void fail(char *err, size_t errlen, char *field, size_t fieldlen, const c
     snprintf(err, errlen, "%s", msg);
 }
 
-/* Upper bound of the series' last end (UTC ms), or false when unbounded. */
-static bool series_bound(cal_series *s, const rrule *r, bool has_rule, int64_t *bound)
+/* The last end (UTC ms) of a COUNT rule's instances: walked, COUNT being
+ * capped (CAL_MAX_COUNT); a set of its own so another rule of the event
+ * (UNTIL far away) is not walked with it. */
+static int64_t count_rule_end(const cal_series *s, const rrule *r)
+{
+    const cal_event *e = s->ev;
+    int64_t last = INT64_MIN, local;
+    rrule_set *one = malloc(sizeof *one);
+    rrule_set_iter *it = malloc(sizeof *it);
+    char msg[160];
+    if (one && it && rrule_set_init(one, r, &e->start_local, s->zone, NULL, 0, NULL, 0, msg, sizeof msg) == 0) {
+        rrule_set_iter_init(it, one, civil_to_seconds(&e->start_local));
+        while (rrule_set_iter_next(it, &local)) {
+            int64_t end = cal_series_end_ms(s, local);
+            if (end > last) last = end;
+        }
+    }
+    free(one);
+    free(it);
+    return last;
+}
+
+/* Upper bound of the series' last end (UTC ms), or false when unbounded:
+ * the latest of DTSTART's, the RDATEs' and each rule's. */
+static bool series_bound(cal_series *s, const rrule *rs, int nrules, int64_t *bound)
 {
     const cal_event *e = s->ev;
     int64_t last = cal_series_end_ms(s, civil_to_seconds(&e->start_local));
@@ -386,23 +456,20 @@ static bool series_bound(cal_series *s, const rrule *r, bool has_rule, int64_t *
         int64_t end = cal_series_end_ms(s, e->rdates[i]);
         if (end > last) last = end;
     }
-    if (has_rule && (r->has & RRULE_HAS_COUNT)) {
-        /* COUNT is capped (CAL_MAX_COUNT), so walking it is bounded. */
-        rrule_set_iter it;
-        int64_t local;
-        rrule_set_iter_init(&it, &s->set, civil_to_seconds(&e->start_local));
-        while (rrule_set_iter_next(&it, &local)) {
-            int64_t end = cal_series_end_ms(s, local);
-            if (end > last) last = end;
+    for (int i = 0; i < nrules; i++) {
+        const rrule *r = &rs[i];
+        int64_t end;
+        if (r->has & RRULE_HAS_COUNT) {
+            end = count_rule_end(s, r);
+        } else if (r->has & RRULE_HAS_UNTIL) {
+            int64_t until = civil_to_seconds(&r->until);
+            if (r->until_kind != RRULE_UNTIL_UTC) until = tz_local_to_utc(s->zone, until);
+            /* A day of margin: an UNTIL date covers its whole day. */
+            end = (until + 86400) * 1000 + e->duration_s * 1000;
+        } else {
+            return false;
         }
-    } else if (has_rule && (r->has & RRULE_HAS_UNTIL)) {
-        int64_t until = civil_to_seconds(&r->until);
-        if (r->until_kind != RRULE_UNTIL_UTC) until = tz_local_to_utc(s->zone, until);
-        /* A day of margin: an UNTIL date covers its whole day. */
-        int64_t end = (until + 86400) * 1000 + e->duration_s * 1000;
         if (end > last) last = end;
-    } else if (has_rule) {
-        return false;
     }
     *bound = last;
     return true;
@@ -422,8 +489,11 @@ int cal_event_resolve(cal_event *e, tz_db *tz, char *err, size_t errlen, char *f
     } else {
         e->duration_s = tz_local_to_utc(z, en) - tz_local_to_utc(z, s);
     }
-    if (e->duration_s <= 0) {
-        fail(err, errlen, field, fieldlen, "end", "end must be after start");
+    /* A timed event may last no time at all (RFC 5545 3.6.1: DTSTART with
+     * neither DTEND nor DURATION): a deadline, a start signal. A day has a
+     * length. */
+    if (e->duration_s < 0 || (e->all_day && e->duration_s == 0)) {
+        fail(err, errlen, field, fieldlen, "end", e->all_day ? "end must be after start" : "end must not be before start");
         return -1;
     }
     cal_series series;
@@ -438,8 +508,9 @@ int cal_event_resolve(cal_event *e, tz_db *tz, char *err, size_t errlen, char *f
         if (r < first) first = r;
     }
     e->start_ms = first;
-    rrule r;
-    bool has_rule = e->rrule && rrule_parse(e->rrule, strlen(e->rrule), &r, msg, sizeof msg) == 0;
-    e->has_series_end = series_bound(&series, &r, has_rule, &e->series_end_ms);
+    rrule rs[RRULE_SET_MAX_RULES];
+    int nrules = 0;
+    if (cal_rules_parse(e->rrule, rs, &nrules, msg, sizeof msg) != 0) nrules = 0;
+    e->has_series_end = series_bound(&series, rs, nrules, &e->series_end_ms);
     return 0;
 }

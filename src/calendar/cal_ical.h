@@ -120,6 +120,15 @@ void ical_import_skip(ical_import *im, int line, const char *uid, const char *re
  * X-LIC-LOCATION of its VTIMEZONE (location may be NULL). NULL if none. */
 const char *ical_zone_map(tz_db *tz, const char *tzid, const char *location);
 
+/* The zone a file's own VTIMEZONE with this TZID defines (its STANDARD and
+ * DAYLIGHT onsets expanded through 2200), owned by the caller
+ * (tz_zone_free); NULL when the file has no such VTIMEZONE or it cannot be
+ * read. */
+tz_zone *ical_vtimezone_zone(const ical_doc *doc, const char *tzid);
+/* The IANA zone (of the Windows zone table's) whose offsets equal z's at
+ * every instant of [from, to) (UTC seconds), or NULL. */
+const char *ical_zone_match(tz_db *tz, const tz_zone *z, int64_t from, int64_t to);
+
 /* ---- from events to a file ---------------------------------------------- */
 
 /* Writes a VCALENDAR with the events (and their overrides, matched by

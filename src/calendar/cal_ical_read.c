@@ -5,9 +5,16 @@
  * cancelled (STATUS:CANCELLED, stored as an EXDATE), moved, or retitled. An
  * override whose series is not in the file stands alone as a single event
  * (Google exports lone invitations that way). What cannot be represented is
- * skipped and listed, never silently dropped: VTODO/VJOURNAL, zero-length
- * events, overrides of instances the series does not have, RANGE=
- * THISANDFUTURE. What is malformed refuses the whole file with its line. */
+ * skipped and listed, never silently dropped: VTODO/VJOURNAL, overrides of
+ * instances the series does not have, RANGE=THISANDFUTURE, and any one
+ * event that cannot be stored (it ends before it starts, its TZID is
+ * unknown and the file does not define it, more than two RRULEs). What is
+ * malformed refuses the whole file with its line.
+ *
+ * Zones: an IANA, Windows or Outlook name is the system's zone; a TZID no
+ * one knows is read from the file's own VTIMEZONE (cal_ical_vtz.c) and
+ * replaced by the IANA zone with the same offsets over the event's years,
+ * or else the event is kept in UTC at the instants the file defines. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +26,11 @@
 #include "time/rrule.h"
 
 #define ZONE_CACHE 64
+#define SERIES_MATCH_YEARS 30 /* a series' zone must match IANA's this long */
+
+/* What a reading step answers: go on, refuse the file (err set), or skip
+ * this one event (why set). */
+enum { READ_OK = 0, READ_FAIL = -1, READ_SKIP = 1 };
 
 typedef struct ical_reader {
     tz_db *tz;
@@ -27,11 +39,17 @@ typedef struct ical_reader {
     ical_import *out;
     ical_err *err;
     uint64_t total_count;
-    /* TZIDs already mapped: files repeat a handful of them thousands of times. */
+    /* TZIDs already mapped: files repeat a handful of them thousands of
+     * times. custom: the zone the file's VTIMEZONE defines (owned), when
+     * the name is nobody's. */
     struct {
         const char *tzid, *iana;
+        tz_zone *custom;
     } zones[ZONE_CACHE];
     int nzones;
+    /* Why the event being read is skipped, and the line to blame. */
+    char why[160];
+    int why_line;
 } ical_reader;
 
 static int fail(ical_reader *r, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -44,6 +62,18 @@ static int fail(ical_reader *r, int line, const char *fmt, ...)
     va_end(ap);
     ical_utf8_sanitize(r->err->msg);
     return -1;
+}
+
+/* This event cannot be stored: said in why, skipped by read_all. */
+static int skip_event(ical_reader *r, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int skip_event(ical_reader *r, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->why, sizeof r->why, fmt, ap);
+    va_end(ap);
+    r->why_line = line;
+    return READ_SKIP;
 }
 
 static void skip(ical_reader *r, int line, const char *uid, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -83,33 +113,47 @@ typedef struct ical_time {
     civil_time t;
     bool is_date, utc;
     const tz_zone *zone;      /* its TZID's zone; NULL when floating or UTC */
-    const char *zone_name;    /* "" when none */
+    const char *zone_name;    /* "" when none, or the zone is the file's own */
 } ical_time;
+
+/* The cache entry for a TZID, made on first use; NULL when it is full. */
+static int zone_entry(ical_reader *r, const char *tzid)
+{
+    for (int i = 0; i < r->nzones; i++)
+        if (strcmp(r->zones[i].tzid, tzid) == 0) return i;
+    if (r->nzones == ZONE_CACHE) return -1;
+    int i = r->nzones++;
+    r->zones[i].tzid = tzid; /* in the document's arena, alive while we read */
+    r->zones[i].iana = ical_zone_map(r->tz, tzid, vtimezone_location(r, tzid));
+    r->zones[i].custom = r->zones[i].iana ? NULL : ical_vtimezone_zone(r->doc, tzid);
+    return i;
+}
 
 static int prop_zone(ical_reader *r, const ical_prop *p, ical_time *out)
 {
     const char *tzid = ical_param_get(p, "TZID");
     out->zone = NULL;
     out->zone_name = "";
-    if (!tzid) return 0;
-    const char *iana = NULL;
-    for (int i = 0; i < r->nzones && !iana; i++)
-        if (strcmp(r->zones[i].tzid, tzid) == 0) iana = r->zones[i].iana;
-    if (!iana && (iana = ical_zone_map(r->tz, tzid, vtimezone_location(r, tzid))) && r->nzones < ZONE_CACHE) {
-        r->zones[r->nzones].tzid = tzid; /* in the document's arena, alive while we read */
-        r->zones[r->nzones++].iana = iana;
+    if (!tzid) return READ_OK;
+    int i = zone_entry(r, tzid);
+    const char *iana = i >= 0 ? r->zones[i].iana : ical_zone_map(r->tz, tzid, vtimezone_location(r, tzid));
+    if (iana) {
+        out->zone = tz_db_get(r->tz, iana);
+        out->zone_name = iana;
+    } else if (i >= 0 && r->zones[i].custom) {
+        out->zone = r->zones[i].custom;
+    } else {
+        return skip_event(r, p->line, "%s: unknown time zone '%.80s', not defined by the file either", p->name, tzid);
     }
-    if (!iana)
-        return fail(r, p->line, "%s: unknown time zone '%.80s' (not an IANA, Windows or Outlook zone name)",
-                    p->name, tzid);
-    out->zone = tz_db_get(r->tz, iana);
-    out->zone_name = iana;
-    return 0;
+    return READ_OK;
 }
 
-/* One value "20261109", "20261109T090000" or "20261109T090000Z". */
+/* One value "20261109", "20261109T090000" or "20261109T090000Z". In date
+ * lists, "20131210Z" as Google's exports write RDATEs is the date. */
 static int parse_time_value(ical_reader *r, const ical_prop *p, const char *v, size_t len, bool want_date, ical_time *t)
 {
+    bool in_list = strcmp(p->name, "RDATE") == 0 || strcmp(p->name, "EXDATE") == 0;
+    if (in_list && len == 9 && (v[8] == 'Z' || v[8] == 'z')) len = 8;
     t->utc = len == 16 && (v[15] == 'Z' || v[15] == 'z');
     bool is_date = false;
     if ((len != 8 && len != 15 && !t->utc) || civil_parse_basic(v, t->utc ? 15 : len, &t->t, &is_date) != 0 ||
@@ -130,7 +174,8 @@ static bool value_is_date(const ical_prop *p)
 
 static int prop_time(ical_reader *r, const ical_prop *p, ical_time *t)
 {
-    if (prop_zone(r, p, t) != 0) return -1;
+    int rc = prop_zone(r, p, t);
+    if (rc != READ_OK) return rc;
     return parse_time_value(r, p, p->value, strlen(p->value), value_is_date(p), t);
 }
 
@@ -215,7 +260,8 @@ static int read_dates(ical_reader *r, const ical_comp *c, const char *name, cal_
     for (const ical_prop *p = c->props; p; p = p->next) {
         if (strcmp(p->name, name) != 0) continue;
         ical_time t;
-        if (prop_zone(r, p, &t) != 0) return -1;
+        int rc = prop_zone(r, p, &t);
+        if (rc != READ_OK) return rc;
         const char *vt = ical_param_get(p, "VALUE");
         bool want_date = vt && strcasecmp(vt, "DATE") == 0;
         bool period = vt && strcasecmp(vt, "PERIOD") == 0;
@@ -300,7 +346,9 @@ typedef struct vevent {
     const ical_comp *c;
     const ical_prop *rid;     /* RECURRENCE-ID, or NULL */
     cal_event ev;
-    bool zero_length;
+    bool skipped;             /* cannot be stored: why, at why_line */
+    int why_line;
+    char why[160];
     bool handled;             /* taken as a series or skipped */
 } vevent;
 
@@ -325,6 +373,25 @@ static char *made_up_uid(const ical_comp *c)
     return strdup(uid);
 }
 
+/* DTSTART in a zone only the file defines: the IANA zone with the same
+ * offsets over the event's years (its own and the next; a series' next
+ * SERIES_MATCH_YEARS), else UTC at the instant the definition gives. */
+static void adopt_file_zone(ical_reader *r, const ical_comp *c, cal_event *e, const ical_time *s)
+{
+    int64_t utc = tz_local_to_utc(s->zone, civil_to_seconds(&s->t));
+    bool series = ical_prop_get(c, "RRULE") || ical_prop_get(c, "RDATE");
+    civil_time from, to;
+    civil_from_seconds(utc, &from);
+    from.month = from.day = 1;
+    from.hour = from.minute = from.second = 0;
+    to = from;
+    to.year += series ? SERIES_MATCH_YEARS : 2;
+    const char *iana = ical_zone_match(r->tz, s->zone, civil_to_seconds(&from), civil_to_seconds(&to));
+    snprintf(e->time_zone, sizeof e->time_zone, "%s", iana ? iana : "UTC");
+    if (iana) e->start_local = s->t; /* the same wall time there */
+    else civil_from_seconds(utc, &e->start_local);
+}
+
 static int read_times(ical_reader *r, vevent *v)
 {
     const ical_comp *c = v->c;
@@ -334,10 +401,12 @@ static int read_times(ical_reader *r, vevent *v)
     if (!ps) ps = v->rid; /* an override may leave DTSTART out: the instance keeps its time */
     if (!ps) return fail(r, c->line, "VEVENT has no DTSTART");
     ical_time s, en;
-    if (prop_time(r, ps, &s) != 0) return -1;
+    int rc = prop_time(r, ps, &s);
+    if (rc != READ_OK) return rc;
     e->all_day = s.is_date;
     e->start_local = s.t;
     if (s.is_date) e->time_zone[0] = '\0';
+    else if (s.zone && !s.zone_name[0]) adopt_file_zone(r, c, e, &s);
     else if (s.utc && !ical_prop_get(c, "RRULE") && !ical_prop_get(c, "RDATE") && r->calendar_zone[0]) {
         /* A single instant: shown in the calendar's zone, as the user expects. */
         snprintf(e->time_zone, sizeof e->time_zone, "%s", r->calendar_zone);
@@ -347,7 +416,7 @@ static int read_times(ical_reader *r, vevent *v)
         snprintf(e->time_zone, sizeof e->time_zone, "%s", s.utc ? "UTC" : s.zone_name);
     }
     if (pe) {
-        if (prop_time(r, pe, &en) != 0) return -1;
+        if ((rc = prop_time(r, pe, &en)) != READ_OK) return rc;
         if (en.is_date != s.is_date) return fail(r, pe->line, "DTEND: must be a %s like DTSTART", s.is_date ? "date" : "date-time");
         e->end_local = en.t;
         if (!s.is_date) civil_from_seconds(to_event_local(r, e, &en), &e->end_local);
@@ -367,19 +436,24 @@ static int read_times(ical_reader *r, vevent *v)
     } else {
         e->end_local = e->start_local;
     }
+    /* A timed event without DTEND or DURATION, or with DTEND at DTSTART's
+     * instant, is an instant (zero length), which is stored as such. */
     int64_t a = civil_to_seconds(&e->start_local), b = civil_to_seconds(&e->end_local);
-    if (b < a) return fail(r, pe ? pe->line : pd->line, "%s: the event ends before it starts", pe ? "DTEND" : "DURATION");
-    v->zero_length = a == b;
-    return 0;
+    if (b < a || (e->all_day && b == a))
+        return skip_event(r, pe ? pe->line : pd->line, "%s: the event ends before it starts", pe ? "DTEND" : "DURATION");
+    return READ_OK;
 }
 
+/* RRULEs: two are their union (RFC 2445 allowed several; some apps still
+ * write two), kept as they came; a third is more than we keep. */
 static int read_rule(ical_reader *r, const ical_comp *c, cal_event *e)
 {
+    rrule rules[RRULE_SET_MAX_RULES];
+    int n = 0;
     for (const ical_prop *p = c->props; p; p = p->next) {
         if (strcmp(p->name, "RRULE") != 0) continue;
         char msg[200];
         rrule rule;
-        if (e->rrule) return fail(r, p->line, "RRULE: only one RRULE per event is supported");
         if (strlen(p->value) > RRULE_TEXT_MAX) return fail(r, p->line, "RRULE: longer than %d bytes", RRULE_TEXT_MAX);
         if (rrule_parse(p->value, strlen(p->value), &rule, msg, sizeof msg) != 0)
             return fail(r, p->line, "RRULE: %s", msg);
@@ -388,12 +462,12 @@ static int read_rule(ical_reader *r, const ical_comp *c, cal_event *e)
             if ((r->total_count += rule.count) > ICAL_MAX_TOTAL_COUNT)
                 return fail(r, p->line, "RRULE: the file's COUNTs add up to more than %d", ICAL_MAX_TOTAL_COUNT);
         }
-        size_t need = rrule_format(&rule, NULL, 0) + 1;
-        e->rrule = malloc(need);
-        if (!e->rrule) return fail(r, p->line, "out of memory");
-        rrule_format(&rule, e->rrule, need);
+        if (n == RRULE_SET_MAX_RULES)
+            return skip_event(r, p->line, "RRULE: more than %d RRULEs in one event", RRULE_SET_MAX_RULES);
+        rules[n++] = rule;
     }
-    return 0;
+    if (cal_rules_store(rules, n, &e->rrule) != 0) return fail(r, c->line, "out of memory");
+    return READ_OK;
 }
 
 static int read_vevent(ical_reader *r, vevent *v)
@@ -408,7 +482,8 @@ static int read_vevent(ical_reader *r, vevent *v)
      * escapes again, perhaps longer than the file had it. */
     if (strlen(e->ical_uid) > CAL_UID_MAX) return fail(r, uid->line, "UID: longer than %d bytes", CAL_UID_MAX);
     v->rid = ical_prop_get(c, "RECURRENCE-ID");
-    if (read_times(r, v) != 0) return -1;
+    int rc = read_times(r, v);
+    if (rc != READ_OK) return rc;
     e->summary = text_prop(c, "SUMMARY", CAL_SUMMARY_MAX);
     e->description = text_prop(c, "DESCRIPTION", CAL_DESCRIPTION_MAX);
     e->location = text_prop(c, "LOCATION", CAL_LOCATION_MAX);
@@ -417,13 +492,13 @@ static int read_vevent(ical_reader *r, vevent *v)
              st && strcasecmp(st->value, "CANCELLED") == 0   ? "cancelled"
              : st && strcasecmp(st->value, "TENTATIVE") == 0 ? "tentative"
                                                              : "confirmed");
-    if (read_rule(r, c, e) != 0 || read_dates(r, c, "EXDATE", e, &e->exdates, &e->nexdates) != 0 ||
-        read_dates(r, c, "RDATE", e, &e->rdates, &e->nrdates) != 0 || read_attendees(r, c, e) != 0)
-        return -1;
+    if ((rc = read_rule(r, c, e)) != READ_OK || (rc = read_dates(r, c, "EXDATE", e, &e->exdates, &e->nexdates)) ||
+        (rc = read_dates(r, c, "RDATE", e, &e->rdates, &e->nrdates)) || (rc = read_attendees(r, c, e)))
+        return rc;
     if (e->nrdates) qsort(e->rdates, e->nrdates, sizeof *e->rdates, cmp64);
     if (e->nexdates) qsort(e->exdates, e->nexdates, sizeof *e->exdates, cmp64);
     read_alarms(c, e);
-    return 0;
+    return READ_OK;
 }
 
 /* ---- series and their overrides ----------------------------------------- */
@@ -441,13 +516,17 @@ static ical_series_in *find_series(ical_import *im, const char *uid, size_t n)
     return n ? bsearch(&key, im->series, n, sizeof key, by_uid) : NULL;
 }
 
-/* Resolves a series; a failure names the line that caused it. */
-static int resolve(ical_reader *r, ical_series_in *s, const ical_comp *c)
+/* Resolves the series just taken; one that cannot be stored is taken
+ * back and skipped, naming the line that caused it. */
+static void resolve_or_skip(ical_reader *r, const ical_comp *c)
 {
+    ical_series_in *s = &r->out->series[r->out->nseries - 1];
     char msg[200], field[64];
-    if (cal_event_resolve(&s->ev, r->tz, msg, sizeof msg, field, sizeof field) == 0) return 0;
+    if (cal_event_resolve(&s->ev, r->tz, msg, sizeof msg, field, sizeof field) == 0) return;
     const ical_prop *p = strcmp(field, "recurrence") == 0 ? ical_prop_get(c, "RRULE") : NULL;
-    return fail(r, p ? p->line : c->line, "%s: %s", p ? "RRULE" : "VEVENT", msg);
+    skip(r, p ? p->line : c->line, s->ev.ical_uid, "%s: %s", p ? "RRULE" : "VEVENT", msg);
+    cal_event_free(&s->ev);
+    r->out->nseries--;
 }
 
 static int add_exdate(ical_series_in *s, int64_t local)
@@ -481,7 +560,9 @@ static int apply_override(ical_reader *r, ical_series_in *s, vevent *v)
         return 0;
     }
     ical_time rt;
-    if (prop_time(r, v->rid, &rt) != 0) return -1;
+    int rc = prop_time(r, v->rid, &rt);
+    if (rc == READ_SKIP) skip(r, r->why_line, uid, "%s", r->why);
+    if (rc != READ_OK) return rc == READ_SKIP ? 0 : -1;
     cal_series series;
     char msg[200];
     if (cal_series_init(&series, m, r->tz, msg, sizeof msg) != 0) return fail(r, v->c->line, "RRULE: %s", msg);
@@ -527,8 +608,8 @@ static int apply_override(ical_reader *r, ical_series_in *s, vevent *v)
         civil_from_seconds(tz_utc_to_local(series.zone, ss / 1000), &sl);
         civil_from_seconds(tz_utc_to_local(series.zone, se / 1000), &el);
     }
-    if (se <= ss) {
-        skip(r, v->c->line, uid, "a zero-length instance cannot be stored");
+    if (se < ss || (m->all_day && se == ss)) { /* a timed instance may be an instant */
+        skip(r, v->c->line, uid, "the instance ends before it starts");
         cal_override_free(&o);
         return 0;
     }
@@ -603,11 +684,54 @@ static ical_series_in *take_series(ical_reader *r, vevent *v)
     return s;
 }
 
+/* Is the series with this UID one the file has but we skipped? */
+static bool series_skipped(const vevent *vs, size_t n, const char *uid)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!vs[i].rid && vs[i].skipped && vs[i].ev.ical_uid && strcmp(vs[i].ev.ical_uid, uid) == 0) return true;
+    return false;
+}
+
+/* Reads every VEVENT; one that cannot be stored is marked skipped. */
+static int read_each(ical_reader *r, vevent *vs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int rc = read_vevent(r, &vs[i]);
+        if (rc == READ_FAIL) return -1;
+        if (rc == READ_SKIP) {
+            vs[i].skipped = true;
+            vs[i].why_line = r->why_line;
+            snprintf(vs[i].why, sizeof vs[i].why, "%s", r->why);
+        }
+    }
+    return 0;
+}
+
+/* Drops the series that cannot be stored after their overrides and
+ * EXDATEs from cancelled instances changed them. */
+static void resolve_all(ical_reader *r)
+{
+    ical_import *im = r->out;
+    size_t k = 0;
+    for (size_t i = 0; i < im->nseries; i++) {
+        ical_series_in *s = &im->series[i];
+        char msg[200], field[64];
+        if (cal_event_resolve(&s->ev, r->tz, msg, sizeof msg, field, sizeof field) != 0) {
+            skip(r, s->line, s->ev.ical_uid, "VEVENT: %s", msg);
+            cal_event_free(&s->ev);
+            for (size_t o = 0; o < s->novs; o++) cal_override_free(&s->ovs[o]);
+            free(s->ovs);
+            continue;
+        }
+        im->series[k++] = *s;
+    }
+    im->nseries = k;
+}
+
 static int read_all(ical_reader *r, vevent *vs, size_t n)
 {
     ical_import *im = r->out;
-    for (size_t i = 0; i < n; i++)
-        if (read_vevent(r, &vs[i]) != 0) return -1;
+    if (read_each(r, vs, n) != 0) return -1;
     /* Series first (sorted by UID for lookup), then lone overrides, then
      * the overrides of series. */
     size_t nsorted = 0;
@@ -617,8 +741,12 @@ static int read_all(ical_reader *r, vevent *vs, size_t n)
             if ((pass == 0) != (v->rid == NULL) || !v->ev.ical_uid) continue;
             if (pass == 1 && find_series(im, v->ev.ical_uid, nsorted)) continue;
             v->handled = true;
-            if (v->zero_length) {
-                skip(r, v->c->line, v->ev.ical_uid, "a zero-length event (no DTEND or DURATION) cannot be stored");
+            if (v->skipped) {
+                skip(r, v->why_line, v->ev.ical_uid, "%s", v->why);
+                continue;
+            }
+            if (pass == 1 && series_skipped(vs, n, v->ev.ical_uid)) {
+                skip(r, v->c->line, v->ev.ical_uid, "its series cannot be stored");
                 continue;
             }
             bool dup = false;
@@ -637,7 +765,7 @@ static int read_all(ical_reader *r, vevent *vs, size_t n)
             ical_series_in *s = take_series(r, v);
             if (!s) return fail(r, v->c->line, "out of memory");
             s->lone_instance = pass == 1;
-            if (resolve(r, s, v->c) != 0) return -1;
+            resolve_or_skip(r, v->c);
         }
         if (im->nseries) qsort(im->series, im->nseries, sizeof *im->series, by_uid);
         nsorted = im->nseries;
@@ -646,14 +774,11 @@ static int read_all(ical_reader *r, vevent *vs, size_t n)
         vevent *v = &vs[i];
         if (!v->rid || v->handled) continue;
         ical_series_in *s = find_series(im, v->ev.ical_uid, im->nseries);
-        if (s && apply_override(r, s, v) != 0) return -1;
+        if (s && v->skipped) skip(r, v->why_line, v->ev.ical_uid, "%s", v->why);
+        else if (s && apply_override(r, s, v) != 0) return -1;
     }
     /* EXDATEs from cancelled instances change the series' bounds. */
-    for (size_t i = 0; i < im->nseries; i++) {
-        char msg[200], field[64];
-        if (cal_event_resolve(&im->series[i].ev, r->tz, msg, sizeof msg, field, sizeof field) != 0)
-            return fail(r, im->series[i].line, "VEVENT: %s", msg);
-    }
+    resolve_all(r);
     return 0;
 }
 
@@ -669,6 +794,7 @@ int ical_read(const char *text, size_t len, tz_db *tz, const char *calendar_zone
     int rc = collect(&r, &vs, &n) == 0 && read_all(&r, vs, n) == 0 ? 0 : -1;
     for (size_t i = 0; i < n; i++) cal_event_free(&vs[i].ev);
     free(vs);
+    for (int i = 0; i < r.nzones; i++) tz_zone_free(r.zones[i].custom);
     ical_doc_free(&doc);
     if (rc != 0) ical_import_free(out);
     return rc;

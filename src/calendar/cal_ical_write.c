@@ -287,8 +287,12 @@ static void series_event(ical_writer *w, const cal_event *e, const cal_series *s
     text_line(w, "UID", e->ical_uid);
     stamps(w, e);
     time_line(w, "DTSTART", e, start);
-    time_line(w, "DTEND", e, end);
-    if (e->rrule) linef(w, "RRULE:%s", e->rrule);
+    /* An instant has no DTEND (RFC 5545 3.6.1; a DTEND must come after
+     * DTSTART): Facebook and others write them so. */
+    if (e->all_day || e->duration_s != 0) time_line(w, "DTEND", e, end);
+    const char *cursor = e->rrule, *rule;
+    int len;
+    while (cal_rules_next(&cursor, &rule, &len)) linef(w, "RRULE:%.*s", len, rule); /* as they came: maybe two */
     /* Deleted instances and cancelled overrides are both EXDATEs. */
     size_t nex = e->nexdates;
     int64_t *ex = malloc((e->nexdates + novs + 1) * sizeof *ex);
@@ -332,7 +336,9 @@ static void override_event(ical_writer *w, const cal_event *e, const cal_series 
     stamps(w, e);
     time_line(w, "RECURRENCE-ID", e, orig);
     time_line(w, "DTSTART", e, start);
-    time_line(w, "DTEND", e, end);
+    /* Without DTEND an instance keeps its series' length: left out only
+     * when both are instants. */
+    if (e->all_day || e->duration_s != 0 || end != start) time_line(w, "DTEND", e, end);
     text_line(w, "SUMMARY", o->summary ? o->summary : e->summary);
     text_line(w, "DESCRIPTION", o->description ? o->description : e->description);
     text_line(w, "LOCATION", o->location ? o->location : e->location);

@@ -666,13 +666,14 @@ int cal_rsvp(store *db, int64_t event_id, int64_t user_id, cal_response r, const
 /* ---- listing: the rows a range query starts from ------------------------- */
 
 /* Events visible to the viewer that may overlap the range: the series
- * overlaps it, or one of its overrides was moved into it. */
+ * overlaps it, or one of its overrides was moved into it. ">=": an
+ * instant at the range's start is in it (cal_expand.c decides exactly). */
 #define VISIBLE_IN_RANGE                                                                                    \
     "FROM events e JOIN calendars c ON c.id = e.calendar_id JOIN users u ON u.id = c.owner_id "             \
     "WHERE (c.owner_id = $1 OR EXISTS (SELECT 1 FROM attendees a WHERE a.event_id = e.id AND a.user_id = $1)) " \
     "AND ($4 = 0 OR e.calendar_id = $4) AND ($5 = 0 OR e.id = $5) AND ((e.start_ms < $3 AND (e.series_end_ms IS NULL OR "              \
-    "e.series_end_ms > $2)) OR EXISTS (SELECT 1 FROM event_overrides o2 WHERE o2.event_id = e.id AND "       \
-    "o2.start_ms < $3 AND o2.end_ms > $2))"
+    "e.series_end_ms >= $2)) OR EXISTS (SELECT 1 FROM event_overrides o2 WHERE o2.event_id = e.id AND "       \
+    "o2.start_ms < $3 AND o2.end_ms >= $2))"
 
 /* The three row readers both loaders share. Each steps a prepared and
  * bound statement to the end and resets it. Events and the attendee and

@@ -77,7 +77,9 @@ typedef struct cal_event {
     civil_time start_local, end_local;
     int64_t start_ms;         /* UTC instant of the first start */
     int64_t duration_s;       /* end - start (exact) */
-    char *rrule;              /* canonical RRULE text, or NULL */
+    char *rrule;              /* canonical RRULE text, or NULL; two rules
+                                 (RRULE_SET_MAX_RULES), one per line, when a
+                                 file had two (cal_rules_parse) */
     int64_t *rdates, *exdates;/* local seconds, sorted */
     size_t nrdates, nexdates;
     bool has_series_end;
@@ -166,6 +168,17 @@ int cal_event_find_uid(store *db, int64_t calendar_id, const char *uid, int64_t 
 
 /* A registered user by email (any case) or, with email NULL, by id. */
 int cal_user_lookup(store *db, const char *email, int64_t id, int64_t *out_id, char *email_out, size_t size);
+
+/* ---- an event's rules ---- */
+/* The rules of e->rrule text (NULL: none) into rs[RRULE_SET_MAX_RULES];
+ * 0, or -1 with a message. */
+int cal_rules_parse(const char *text, rrule *rs, int *n, char *err, size_t errlen);
+/* Their canonical text, one rule per line, replacing *text (NULL for none);
+ * -1 when out of memory (nothing changed). */
+int cal_rules_store(const rrule *rs, int n, char **text);
+/* Steps through the rule lines of e->rrule text: *cursor starts at the
+ * text (may be NULL); each call gives the next rule and its length. */
+bool cal_rules_next(const char **cursor, const char **rule, int *len);
 
 /* ---- expansion ---- */
 /* A series ready to expand: its rrule_set over its zone. */

@@ -536,8 +536,8 @@ static int override_apply(cal_req *c, cal_instance *in, const json_t *body, cal_
         if (sa) e_utc = tz_local_to_utc(z, civil_to_seconds(&el));
         else civil_from_seconds(tz_utc_to_local(z, e_utc), &el);
     }
-    if (e_utc <= s_utc) {
-        http_err_set(e, 400, "invalid_value", "end", "end must be after start");
+    if (e_utc < s_utc || (sa && e_utc == s_utc)) { /* a timed instance may be an instant */
+        http_err_set(e, 400, "invalid_value", "end", sa ? "end must be after start" : "end must not be before start");
         return -1;
     }
     o->moved = true;

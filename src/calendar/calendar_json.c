@@ -154,6 +154,8 @@ static int parse_recurrence(tz_db *tz, const json_t *arr, cal_event *e, http_err
     e->nrdates = e->nexdates = 0;
     size_t i;
     json_t *v;
+    rrule rules[RRULE_SET_MAX_RULES];
+    int nrules = 0;
     json_array_foreach(arr, i, v) {
         char field[48], msg[200];
         snprintf(field, sizeof field, "recurrence[%zu]", i);
@@ -165,8 +167,8 @@ static int parse_recurrence(tz_db *tz, const json_t *arr, cal_event *e, http_err
         }
         if (strncmp(line, "RRULE:", 6) == 0) {
             rrule r;
-            if (e->rrule) {
-                http_err_set(err, 400, "invalid_value", field, "only one RRULE is allowed");
+            if (nrules == RRULE_SET_MAX_RULES) {
+                http_err_set(err, 400, "invalid_value", field, "at most %d RRULEs (their union)", RRULE_SET_MAX_RULES);
                 return -1;
             }
             if (rrule_parse(line + 6, strlen(line + 6), &r, msg, sizeof msg) != 0) {
@@ -177,9 +179,7 @@ static int parse_recurrence(tz_db *tz, const json_t *arr, cal_event *e, http_err
                 http_err_set(err, 400, "invalid_rrule", field, "COUNT: at most %d", CAL_MAX_COUNT);
                 return -1;
             }
-            size_t need = rrule_format(&r, NULL, 0) + 1;
-            e->rrule = malloc(need);
-            if (e->rrule) rrule_format(&r, e->rrule, need);
+            rules[nrules++] = r;
         } else if (strncmp(line, "EXDATE", 6) == 0 && (line[6] == ':' || line[6] == ';')) {
             if (parse_dates(tz, e, line, field, &e->exdates, &e->nexdates, err) != 0) return -1;
         } else if (strncmp(line, "RDATE", 5) == 0 && (line[5] == ':' || line[5] == ';')) {
@@ -188,6 +188,10 @@ static int parse_recurrence(tz_db *tz, const json_t *arr, cal_event *e, http_err
             http_err_set(err, 400, "invalid_value", field, "%s: expected an RRULE:, EXDATE: or RDATE: line", field);
             return -1;
         }
+    }
+    if (cal_rules_store(rules, nrules, &e->rrule) != 0) {
+        http_err_set(err, 503, "unavailable", NULL, "out of memory");
+        return -1;
     }
     if (e->nrdates) qsort(e->rdates, e->nrdates, sizeof *e->rdates, cmp64);
     if (e->nexdates) qsort(e->exdates, e->nexdates, sizeof *e->exdates, cmp64);
@@ -426,11 +430,12 @@ static void write_recurrence(jsonw *w, const cal_event *e)
 {
     jw_key(w, "recurrence");
     jw_arr(w);
-    if (e->rrule) {
-        size_t need = strlen(e->rrule) + 7;
-        char *line = malloc(need);
+    const char *cursor = e->rrule, *rule;
+    int len;
+    while (cal_rules_next(&cursor, &rule, &len)) { /* a line each (two when a file had two) */
+        char *line = malloc((size_t)len + 7);
         if (line) {
-            snprintf(line, need, "RRULE:%s", e->rrule);
+            snprintf(line, (size_t)len + 7, "RRULE:%.*s", len, rule);
             jw_str(w, line);
             free(line);
         }

@@ -75,3 +75,17 @@ int chat_cleanup_job(jobs_run *r, void *arg)
                  jobs_run_job(r), (long long)pruned, (long long)gone);
     return 0;
 }
+
+int chat_forget_node(store *db, const char *node_id)
+{
+    store_stmt *st = store_prepare(db, "DELETE FROM presence WHERE node_id = $1");
+    store_bind_str(st, 1, node_id);
+    int rc = store_step(st);
+    store_reset(st);
+    if (rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
+    st = store_prepare(db, "DELETE FROM ws_nodes WHERE node_id = $1");
+    store_bind_str(st, 1, node_id);
+    rc = store_step(st);
+    store_reset(st);
+    return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
+}

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "jobs/jobs.h"
+#include "store/store.h"
 
 typedef struct chat_cleanup_opts {
     int64_t retention_ms;  /* --sync-retention-days */
@@ -14,5 +15,10 @@ typedef struct chat_cleanup_opts {
 
 /* arg: a chat_cleanup_opts that outlives the scheduler. */
 int chat_cleanup_job(jobs_run *r, void *arg);
+
+/* Deletes what a node's connections left (presence, connection counts): a
+ * node starts with nobody connected, also when it restarts under the id of
+ * its dead self (cluster/identity.h). STORE_OK or an error. */
+int chat_forget_node(store *db, const char *node_id);
 
 #endif

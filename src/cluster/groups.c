@@ -17,6 +17,7 @@ typedef struct lease_group {
 
 struct lease_groups {
     char prefix[64];
+    char owner[LEASE_OWNER_MAX + 1];
     int n;
     int64_t ttl_ms;
     lease_group *v;
@@ -30,6 +31,7 @@ lease_groups *lease_groups_new(const char *prefix, int n, const char *owner, int
         return NULL;
     }
     snprintf(g->prefix, sizeof g->prefix, "%s", prefix);
+    snprintf(g->owner, sizeof g->owner, "%s", owner);
     g->n = n;
     g->ttl_ms = ttl_ms;
     for (int i = 0; i < n; i++) {
@@ -101,6 +103,8 @@ typedef struct lease_taken {
     int n;
 } lease_taken;
 
+/* Leases under this node's own id are not "taken": they are a dead
+ * incarnation's (a restart), and acquire takes them back at once. */
 static void mark_taken(void *ctx, const char *name)
 {
     lease_taken *t = ctx;
@@ -117,7 +121,7 @@ void lease_groups_rebalance(lease_groups *g, store *db, int64_t heartbeat_ms, co
     if (nodes_live_count(db, g->ttl_ms, &live) < 0 || live < 1) live = 1;
     int target = (int)((g->n + live - 1) / live), held = lease_groups_held(g);
     lease_taken t = {g->prefix, held < target ? calloc((size_t)g->n, sizeof(bool)) : NULL, g->n};
-    if (t.v && lease_list_held(db, g->prefix, mark_taken, &t) != STORE_OK) memset(t.v, 0, (size_t)g->n);
+    if (t.v && lease_list_held(db, g->prefix, g->owner, mark_taken, &t) != STORE_OK) memset(t.v, 0, (size_t)g->n);
     unsigned char r[2];
     base_random(r, sizeof r);
     int64_t stop_at = base_now_ms() + heartbeat_ms;

@@ -19,7 +19,8 @@
     "INSERT INTO leases (name, owner, epoch, expires_ms) VALUES ($1, $2, 1, " NOW                  \
     " + CAST($3 AS BIGINT)) ON CONFLICT (name) DO UPDATE SET owner = excluded.owner,"              \
     " epoch = leases.epoch + 1, expires_ms = excluded.expires_ms"                                  \
-    " WHERE leases.owner IS NULL OR leases.expires_ms <= " NOW " RETURNING epoch, expires_ms"
+    " WHERE leases.owner IS NULL OR leases.expires_ms <= " NOW " OR leases.owner = excluded.owner"          \
+    " RETURNING epoch, expires_ms"
 
 #define RENEW_SQL(NOW)                                                                             \
     "UPDATE leases SET epoch = epoch + 1, expires_ms = " NOW " + CAST($4 AS BIGINT)"              \
@@ -31,7 +32,7 @@
 
 #define HELD_SQL(NOW)                                                                              \
     "SELECT name FROM leases WHERE substr(name, 1, length(CAST($1 AS TEXT))) = CAST($1 AS TEXT)"   \
-    " AND owner IS NOT NULL AND expires_ms > " NOW
+    " AND owner IS NOT NULL AND owner <> $2 AND expires_ms > " NOW
 
 static bool is_pg(store *db)
 {
@@ -103,10 +104,12 @@ int lease_fence(store *db, const char *name, const char *owner, int64_t epoch)
     return rc == STORE_ROW ? LEASE_OK : LEASE_LOST;
 }
 
-int lease_list_held(store *db, const char *prefix, void (*fn)(void *ctx, const char *name), void *ctx)
+int lease_list_held(store *db, const char *prefix, const char *except_owner,
+                    void (*fn)(void *ctx, const char *name), void *ctx)
 {
     store_stmt *st = store_prepare(db, is_pg(db) ? HELD_SQL(NOW_PG) : HELD_SQL(NOW_SQ));
     store_bind_str(st, 1, prefix);
+    store_bind_str(st, 2, except_owner);
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) fn(ctx, store_col_text(st, 0));
     store_reset(st);

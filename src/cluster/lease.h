@@ -6,7 +6,12 @@
  * clock skew between nodes cannot give a lease two owners.
  *
  *   acquire  compare-and-set: succeeds only when the lease is free or
- *            expired; sets owner and expiry and bumps the epoch.
+ *            expired, or is already the caller's: a node restarted under
+ *            its old id (identity.h) takes back at once what its dead self
+ *            held, and a node whose tenure ended on its side (renewals
+ *            failed) may take the lease back while the database still
+ *            names it. Sets owner and expiry and bumps the epoch, so the
+ *            earlier tenure's writes are fenced off either way.
  *   renew    succeeds only while the caller still owns it at the epoch it
  *            knows and it has not expired; bumps the epoch again.
  *   release  frees it (owner NULL) if still owned at that epoch. The epoch
@@ -69,13 +74,15 @@ int lease_release(store *db, const char *name, const char *owner, int64_t epoch)
 int lease_fence(store *db, const char *name, const char *owner, int64_t epoch);
 
 /* Calls fn for every lease whose name begins with prefix and that someone
- * holds right now (owner set, not expired by the database's clock). A
+ * other than except_owner holds right now (owner set, not expired by the
+ * database's clock; a lease of except_owner's is free to it). A
  * plain read that locks nothing: a node rebalancing asks it first so as
  * not to try leases it cannot get -- on PostgreSQL such an acquire waits
  * (up to its 200 ms lock timeout) for the holder's fenced transaction to
  * end. The answer may be stale by the time it is used; acquire still
  * decides. STORE_OK or an error. */
-int lease_list_held(store *db, const char *prefix, void (*fn)(void *ctx, const char *name), void *ctx);
+int lease_list_held(store *db, const char *prefix, const char *except_owner,
+                    void (*fn)(void *ctx, const char *name), void *ctx);
 
 /* One tenure of one lease as a node sees it; shared between the thread that
  * renews it and the threads whose work it guards. */

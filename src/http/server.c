@@ -1,5 +1,7 @@
 /* server.c -- h2o event loops, listeners, request dispatch, responses,
- * deferred work and clean shutdown. The only file that includes h2o.h. */
+ * deferred work and clean shutdown. Request framing checks and the
+ * lingering close are in framing.c, the buffered access log in
+ * access_log.c; h2o's types stay inside src/http. */
 #define _GNU_SOURCE
 #include "http/server.h"
 
@@ -11,7 +13,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
-#include <semaphore.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -21,6 +22,8 @@
 #include <unistd.h>
 
 #include "base/base.h"
+#include "http/access_log.h"
+#include "http/framing.h"
 #include "http/metrics.h"
 #include "http/router.h"
 #include "http/server_int.h"
@@ -43,14 +46,16 @@ struct http_server {
     struct sockaddr_storage addr;
     socklen_t addrlen;
     int port;
-    int access_fd; /* -1 when off */
+    http_access_log *access; /* NULL when off */
     loop_thread *threads;
     int nthreads;
     workers *pool;
     char id_prefix[12];
-    sem_t ready; /* posted by each loop once set up */
     loop_hook hooks[HTTP_MAX_LOOP_HOOKS];
     int nhooks;
+    pthread_mutex_t start_mu; /* loops set up on their own threads report here */
+    pthread_cond_t start_cv;
+    int loops_ready;
     http_auth_fn authenticate, admin;
     void *auth_arg;
 };
@@ -68,6 +73,8 @@ struct loop_thread {
     h2o_multithread_receiver_t done_rx; /* deferred work that finished */
     h2o_multithread_receiver_t stop_rx;
     h2o_multithread_message_t stop_msg;
+    http_linger_loop *linger; /* connections ended by an error, draining */
+    http_access_buf *access;  /* this loop's access log lines; NULL when off */
     int pending; /* deferred requests not yet answered */
     bool stopping;
     uint64_t seq;
@@ -124,32 +131,19 @@ static const char *reason_of(int status)
     }
 }
 
-static void access_log(http_server *srv, const http_req *r, h2o_req_t *req, int status, size_t bytes)
+static void access_log(loop_thread *t, const http_req *r, h2o_req_t *req, int status, size_t bytes)
 {
-    if (srv->access_fd < 0) return;
-    char line[1024], peer[64];
-    struct timespec ts;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
+    if (!t->access) return;
+    http_server *srv = t->srv;
+    char peer[64];
     http_peer(r, peer, sizeof peer);
-    double ms = (double)(base_mono_ns() - r->started_ns) / 1e6;
-    h2o_iovec_t path = req->path;
+    http_access_entry e = {.request_id = r->request_id, .peer = peer, .method = req->method, .path = req->path,
+                           .status = status, .bytes = bytes, .ms = (double)(base_mono_ns() - r->started_ns) / 1e6};
     if (r->route_index >= 0 && r->route_index < srv->routes.nroutes &&
         (srv->routes.routes[r->route_index].flags & HTTP_ROUTE_SECRET))
-        path = h2o_iovec_init(srv->routes.routes[r->route_index].pattern,
-                              strlen(srv->routes.routes[r->route_index].pattern));
-    int n = snprintf(line, sizeof line,
-                     "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ access id=%s peer=%s %.*s %.*s %d %zuB %.3fms\n",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     ts.tv_nsec / 1000000, r->request_id, peer, (int)req->method.len, req->method.base,
-                     (int)(path.len > 512 ? 512 : path.len), path.base, status, bytes, ms);
-    if (n > (int)sizeof line - 1) {
-        n = (int)sizeof line - 1;
-        line[n - 1] = '\n';
-    }
-    ssize_t w = write(srv->access_fd, line, (size_t)n);
-    (void)w;
+        e.path = h2o_iovec_init(srv->routes.routes[r->route_index].pattern,
+                                strlen(srv->routes.routes[r->route_index].pattern));
+    http_access_buf_add(t->access, &e);
 }
 
 static void finish(http_req *r, int status, const char *ctype, const char *body, size_t len)
@@ -169,7 +163,7 @@ static void finish(http_req *r, int status, const char *ctype, const char *body,
     h2o_add_header_by_str(&req->pool, &req->res.headers, H2O_STRLIT("x-request-id"), 0, NULL, r->request_id,
                           strlen(r->request_id));
     metrics_observe(&t->srv->metrics, r->route_index, status, base_mono_ns() - r->started_ns);
-    access_log(t->srv, r, req, status, len);
+    access_log(t, r, req, status, len);
     req->res.content_length = len;
     if (req->method.len == 4 && memcmp(req->method.base, "HEAD", 4) == 0) len = 0;
     h2o_send_inline(req, body, len);
@@ -421,7 +415,7 @@ h2o_websocket_conn_t *http_server_upgrade_ws(http_req *r, void *data, h2o_websoc
     r->answered = true;
     r->status = 101;
     metrics_observe(&t->srv->metrics, r->route_index, 101, base_mono_ns() - r->started_ns);
-    access_log(t->srv, r, req, 101, 0);
+    access_log(t, r, req, 101, 0);
     return h2o_upgrade_to_websocket(req, key, data, cb);
 }
 
@@ -510,7 +504,14 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     r->body.len = req->entity.base ? req->entity.len : 0;
     snprintf(r->request_id, sizeof r->request_id, "%s%d-%llx", srv->id_prefix, t->index,
              (unsigned long long)++t->seq);
-    if (t->stopping) {
+    const char *field, *why;
+    http_framing framing = http_framing_check(req, &field, &why);
+    if (framing != HTTP_FRAMING_OK) req->http1_is_persistent = 0;
+    if (framing == HTTP_FRAMING_BAD) {
+        r->route_index = ROUTER_MAX_ROUTES;
+        http_linger_arm(t->linger, req);
+        http_send_error(r, 400, "bad_request", field, "%s", why);
+    } else if (t->stopping) {
         http_add_header(r, "Retry-After", "1");
         http_send_error(r, 503, "shutting_down", NULL, "the server is shutting down");
     } else if (r->method == 0) {
@@ -526,8 +527,10 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
 /* ---- h2o's own errors as JSON ------------------------------------------- */
 
 /* h2o answers some requests itself before any handler runs (413 for a body
- * over the limit, 400 for broken chunked encoding) with a text/plain body.
- * This filter turns those into our JSON error shape. */
+ * over the limit, 400 for broken chunked encoding or a transfer coding it
+ * does not know) with a text/plain body. This filter turns those into our
+ * JSON error shape, and lets the connection linger (framing.c) when the
+ * answer ends it, so the client reads the answer instead of a reset. */
 typedef struct json_error_ostream {
     h2o_ostream_t super;
     h2o_iovec_t body;
@@ -554,13 +557,16 @@ static void json_error_setup(h2o_filter_t *self, h2o_req_t *req, h2o_ostream_t *
         return;
     }
     http_server *srv = *(http_server **)(self + 1);
-    const char *code = req->res.status == 413 ? "body_too_large" : "bad_request";
+    const char *code = req->res.status == 413 ? "body_too_large" : "bad_request", *field = "body", *why;
     char msg[160];
     if (req->res.status == 413)
         snprintf(msg, sizeof msg, "the request body is larger than %zu bytes", srv->opts.max_body);
+    else if (req->res.status == 400 && http_framing_check(req, &field, &why) == HTTP_FRAMING_BAD)
+        snprintf(msg, sizeof msg, "%s", why); /* h2o refused a coding: say which header */
     else
         snprintf(msg, sizeof msg, "%s", req->res.reason ? req->res.reason : "bad request");
-    json_t *j = json_pack("{s:{s:s,s:s,s:s}}", "error", "code", code, "message", msg, "field", "body");
+    if (!req->http1_is_persistent) http_linger_arm(thread_of(req)->linger, req);
+    json_t *j = json_pack("{s:{s:s,s:s,s:s}}", "error", "code", code, "message", msg, "field", field);
     char *text = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     if (!text) {
@@ -670,48 +676,55 @@ static void on_stop(h2o_multithread_receiver_t *rx, h2o_linklist_t *messages)
     h2o_context_request_shutdown(&t->ctx);
 }
 
-/* The loop's h2o objects are made on the loop's own thread: an h2o
- * socket takes its buffers from the thread that made it (a thread-local
- * recycling allocator), and the context's message queue is a socket.
- * Made on the main thread, every loop's queue recycled its buffers
- * through the main thread's free list, from two threads at once (ASan:
- * a use after free, once wake-ups became frequent with WebSockets). */
-static void loop_setup(http_server *s, loop_thread *t)
-{
-    t->loop = h2o_evloop_create();
-    h2o_context_init(&t->ctx, t->loop, &s->config);
-    t->accept_ctx.ctx = &t->ctx;
-    t->accept_ctx.hosts = s->config.hosts;
-    h2o_multithread_register_receiver(t->ctx.queue, &t->done_rx, on_deferred_done);
-    h2o_multithread_register_receiver(t->ctx.queue, &t->stop_rx, on_stop);
-    t->listener = h2o_evloop_socket_create(t->loop, t->listen_fd, H2O_SOCKET_FLAG_DONT_READ);
-    t->listener->data = t;
-    h2o_socket_read_start(t->listener, on_accept);
-}
+static void loop_init(loop_thread *t);
 
 static void *loop_main(void *p)
 {
     loop_thread *t = p;
     http_server *s = t->srv;
     base_thread_name("http-loop");
-    loop_setup(s, t);
+    loop_init(t);
     for (int i = 0; i < s->nhooks; i++)
         if (s->hooks[i].start) s->hooks[i].start(s->hooks[i].arg, t->index);
-    sem_post(&s->ready);
+    /* Started once the loop's objects exist (stopping needs its receivers)
+     * and its hooks ran (a domain's per-loop state, e.g. its connection). */
+    pthread_mutex_lock(&s->start_mu);
+    s->loops_ready++;
+    pthread_cond_broadcast(&s->start_cv);
+    pthread_mutex_unlock(&s->start_mu);
     while (!t->stopping || t->pending > 0) h2o_evloop_run(t->loop, 100);
     /* Give responses already handed to the sockets a moment to drain. */
     int64_t until = base_mono_ns() + 200 * 1000000LL;
     while (base_mono_ns() < until) h2o_evloop_run(t->loop, 20);
     for (int i = s->nhooks - 1; i >= 0; i--)
         if (s->hooks[i].stop) s->hooks[i].stop(s->hooks[i].arg, t->index);
+    http_linger_loop_free(t->linger);
+    t->linger = NULL;
+    http_access_buf_free(t->access); /* every line out before the process ends */
+    t->access = NULL;
     return NULL;
 }
 
-static void loop_init(http_server *s, loop_thread *t, int index, int fd)
+/* On the loop's own thread: h2o's sockets -- the context's queue pipe, the
+ * listener -- take their buffers from the creating thread's thread-local
+ * allocator; made on the main thread, two loops shared its free lists
+ * without a lock and reused each other's freed buffers (ASan caught it,
+ * now and then, under the chat tests). hclient.c learnt the same. */
+static void loop_init(loop_thread *t)
 {
-    t->srv = s;
-    t->index = index;
-    t->listen_fd = fd;
+    http_server *s = t->srv;
+    int fd = t->listen_fd;
+    t->loop = h2o_evloop_create();
+    h2o_context_init(&t->ctx, t->loop, &s->config);
+    t->linger = http_linger_loop_new(t->loop);
+    t->access = http_access_buf_new(s->access, t->loop);
+    t->accept_ctx.ctx = &t->ctx;
+    t->accept_ctx.hosts = s->config.hosts;
+    h2o_multithread_register_receiver(t->ctx.queue, &t->done_rx, on_deferred_done);
+    h2o_multithread_register_receiver(t->ctx.queue, &t->stop_rx, on_stop);
+    t->listener = h2o_evloop_socket_create(t->loop, fd, H2O_SOCKET_FLAG_DONT_READ);
+    t->listener->data = t;
+    h2o_socket_read_start(t->listener, on_accept);
 }
 
 http_server *http_server_new(const http_server_opts *opts)
@@ -719,10 +732,11 @@ http_server *http_server_new(const http_server_opts *opts)
     http_server *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->opts = *opts;
-    s->access_fd = -1;
-    sem_init(&s->ready, 0, 0);
     h2o_config_init(&s->config);
+    pthread_mutex_init(&s->start_mu, NULL);
+    pthread_cond_init(&s->start_cv, NULL);
     s->config.max_request_entity_size = opts->max_body;
+    s->config.server_name = h2o_iovec_init(H2O_STRLIT("chime")); /* not h2o's name and version */
     h2o_hostconf_t *host = h2o_config_register_host(&s->config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
     h2o_pathconf_t *path = h2o_config_register_path(host, "/", 0);
     chime_handler *h = (chime_handler *)h2o_create_handler(path, sizeof *h);
@@ -786,22 +800,6 @@ static void handle_metrics(http_req *r, void *arg)
     free(text);
 }
 
-static int open_access_log(http_server *s)
-{
-    const char *a = s->opts.access_log ? s->opts.access_log : "-";
-    if (strcmp(a, "off") == 0) return 0;
-    if (strcmp(a, "-") == 0) {
-        s->access_fd = STDERR_FILENO;
-        return 0;
-    }
-    s->access_fd = open(a, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (s->access_fd < 0) {
-        log_error("access log %s: %s", a, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 /* SO_REUSEPORT lets every loop have its own listener, but it would also let
  * a second chime process (same user) share the port silently and split the
  * traffic between two databases. A probe bound without it fails if anyone
@@ -821,7 +819,7 @@ static int probe_port_free(http_server *s)
 int http_server_start(http_server *s)
 {
     if (http_route(s, HTTP_GET, "/metrics", handle_metrics, s, 0) != 0) return -1;
-    if (parse_listen(s, s->opts.listen) != 0 || open_access_log(s) != 0) return -1;
+    if (parse_listen(s, s->opts.listen) != 0 || http_access_log_open(s->opts.access_log, &s->access) != 0) return -1;
     s->nthreads = http_server_loops(s);
     s->threads = calloc((size_t)s->nthreads, sizeof *s->threads);
     s->pool = workers_new(s->opts.workers > 0 ? s->opts.workers : 1);
@@ -831,20 +829,21 @@ int http_server_start(http_server *s)
         return -1;
     }
     for (int i = 0; i < s->nthreads; i++) {
-        int fd = open_listener(s);
-        if (fd < 0) {
+        loop_thread *t = &s->threads[i];
+        *t = (loop_thread){.srv = s, .index = i, .listen_fd = open_listener(s)};
+        if (t->listen_fd < 0) {
             log_error("listen on %s: %s", s->opts.listen, strerror(errno));
             return -1;
         }
-        loop_init(s, &s->threads[i], i, fd);
     }
-    for (int i = 0; i < s->nthreads; i++) {
-        if (pthread_create(&s->threads[i].tid, NULL, loop_main, &s->threads[i]) != 0) return -1;
-        s->threads[i].started = true;
-    }
-    /* Once every loop has its objects and ran its start hooks. */
-    for (int i = 0; i < s->nthreads; i++)
-        while (sem_wait(&s->ready) != 0 && errno == EINTR) continue;
+    int started = 0;
+    while (started < s->nthreads && pthread_create(&s->threads[started].tid, NULL, loop_main, &s->threads[started]) == 0)
+        s->threads[started++].started = true;
+    /* Wait until each loop is set up and ran its hooks (see loop_main). */
+    pthread_mutex_lock(&s->start_mu);
+    while (s->loops_ready < started) pthread_cond_wait(&s->start_cv, &s->start_mu);
+    pthread_mutex_unlock(&s->start_mu);
+    if (started < s->nthreads) return -1;
     char host[INET6_ADDRSTRLEN] = "?";
     if (s->addr.ss_family == AF_INET6)
         inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&s->addr)->sin6_addr, host, sizeof host);
@@ -884,7 +883,8 @@ void http_server_free(http_server *s)
      * close them. The process exits right after this; the kernel closes the
      * sockets. The loops' stop hooks closed their database connections. */
     free(s->threads);
-    sem_destroy(&s->ready);
-    if (s->access_fd > STDERR_FILENO) close(s->access_fd);
+    http_access_log_close(s->access);
+    pthread_mutex_destroy(&s->start_mu);
+    pthread_cond_destroy(&s->start_cv);
     free(s);
 }

@@ -154,6 +154,10 @@ typedef struct jobs_scheduler_opts {
     int64_t heartbeat_ms;
     int64_t ttl_ms;
     int runners;         /* threads running handlers, >= 1 */
+    /* Called on the heartbeat thread at every heartbeat (may be NULL):
+     * app.c checks there that the node still holds its id. */
+    void (*on_beat)(void *arg);
+    void *beat_arg;
 } jobs_scheduler_opts;
 
 /* reg is borrowed and must outlive the scheduler. */

@@ -49,6 +49,8 @@ struct jobs_scheduler {
     char node_id[LEASE_OWNER_MAX + 1];
     char address[NODES_ADDRESS_MAX + 1];
     int64_t heartbeat_ms, ttl_ms;
+    void (*on_beat)(void *arg);
+    void *beat_arg;
     int nrunners;
     sched_job *jobs; /* sorted by name, so by lease name */
     size_t n;
@@ -172,6 +174,8 @@ jobs_scheduler *jobs_scheduler_new(jobs_registry *reg, const jobs_scheduler_opts
     s->heartbeat_ms = o->heartbeat_ms > 0 ? o->heartbeat_ms : 5000;
     s->ttl_ms = o->ttl_ms > s->heartbeat_ms ? o->ttl_ms : 3 * s->heartbeat_ms;
     s->nrunners = o->runners > 0 ? o->runners : 1;
+    s->on_beat = o->on_beat;
+    s->beat_arg = o->beat_arg;
     s->n = jobs_registry_count(reg);
     const jobs_job **order = calloc(s->n ? s->n : 1, sizeof *order);
     s->jobs = calloc(s->n ? s->n : 1, sizeof *s->jobs);
@@ -632,6 +636,7 @@ static void poll_requests(jobs_scheduler *s, store *db)
 
 static void beat(jobs_scheduler *s, store *db, size_t *pending, lease_hold **hs, int *res)
 {
+    if (s->on_beat) s->on_beat(s->beat_arg);
     update_skew(s, db);
     if (nodes_heartbeat(db, s->node_id, s->address) < 0)
         log_warn("jobs: node heartbeat failed: %s", store_errmsg(db));
@@ -733,9 +738,12 @@ static int64_t acquire_pass(jobs_scheduler *s, store *db, bool *seen, bool *orph
         if (!sj->job->enabled || lease_hold_epoch(&sj->hold) >= 0) continue;
         int64_t expires = store_col_int64(st, 2);
         /* An expired lease's owner died or stalled: take it whatever our
-         * share, so takeover never waits for the node count to catch up. */
-        if (!store_col_is_null(st, 1) && expires <= now) orphan[i] = true;
-        if (store_col_is_null(st, 1) || expires <= now) cand[ncand++] = i;
+         * share, so takeover never waits for the node count to catch up.
+         * One still under our own id was our dead incarnation's (a
+         * restart) or a tenure ended on our side: ours again at once. */
+        bool mine = !store_col_is_null(st, 1) && strcmp(store_col_text(st, 1), s->node_id) == 0;
+        if (!store_col_is_null(st, 1) && (expires <= now || mine)) orphan[i] = true;
+        if (store_col_is_null(st, 1) || expires <= now || mine) cand[ncand++] = i;
         else if (mono_ms() + (expires - now) + 5 < wake) wake = mono_ms() + (expires - now) + 5;
     }
     store_reset(st);

@@ -104,8 +104,9 @@ static void renew_held(notify_engine *e, store *db)
     free(res);
 }
 
-/* Which groups someone holds (this node included), a flag per group, as
- * lease_list_held names them. */
+/* Which groups another node holds, a flag per group, as lease_list_held
+ * names them. Groups held under this node's id by a dead incarnation of it
+ * (a restart) are not taken: acquire takes them back at once. */
 typedef struct notify_taken_set {
     bool *v;
     int n;
@@ -123,7 +124,7 @@ static void mark_taken(void *ctx, const char *name)
 static bool *groups_taken(notify_engine *e, store *db)
 {
     notify_taken_set t = {calloc((size_t)e->o.groups, sizeof *t.v), e->o.groups};
-    if (t.v && lease_list_held(db, NOTIFY_GROUP_PREFIX, mark_taken, &t) != STORE_OK) {
+    if (t.v && lease_list_held(db, NOTIFY_GROUP_PREFIX, e->owner, mark_taken, &t) != STORE_OK) {
         free(t.v);
         return NULL;
     }

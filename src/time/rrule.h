@@ -59,8 +59,9 @@
  *  - Ordinal BYDAY outside MONTHLY/YEARLY, BYWEEKNO outside YEARLY,
  *    BYYEARDAY with DAILY/WEEKLY/MONTHLY and BYMONTHDAY with WEEKLY are
  *    errors (RFC 5545); dateutil ignores the ordinal or accepts the part.
- *  - A DTSTART after UNTIL is still the (only) occurrence: DTSTART is the
- *    event itself. dateutil yields nothing.
+ *  - UNTIL before DTSTART gives an empty set: the rule bounds the whole
+ *    set, DTSTART included (as libical, dateutil and rrule.js have it; RDATEs
+ *    of a set are not bounded by UNTIL and stay).
  *  - UNTIL given as a DATE for a date-time DTSTART includes the whole day
  *    (23:59:59); dateutil takes midnight.
  *  - A UTC UNTIL is tested occurrence by occurrence (rrule_set): right after
@@ -170,7 +171,7 @@ typedef struct rrule_plan {
 } rrule_plan;
 
 /* Binds r to dtstart (a valid civil time, year 0..9999). Returns 0 or -1 with
- * a message (an UNTIL before DTSTART is fine: the series is then DTSTART). A
+ * a message (an UNTIL before DTSTART is fine: the series is then empty). A
  * UTC UNTIL is compared as a wall time here; rrule_set converts it first. */
 int rrule_plan_init(rrule_plan *p, const rrule *r, const civil_time *dtstart,
                     char *err, size_t errlen);

@@ -846,12 +846,13 @@ static uint64_t count_periods(rrule_iter *it, int64_t k1, int64_t k2, uint64_t c
 
 /* ---- iteration ---- */
 
-/* Is DTSTART an occurrence? Always, unless the caller asked for the
- * dateutil reading (keep_dtstart false) and the rule does not yield it. */
+/* Is DTSTART an occurrence? Unless UNTIL comes before it (the rule bounds
+ * the whole set, DTSTART included), always -- or, when the caller asked
+ * for the dateutil reading (keep_dtstart false), when the rule yields it. */
 static bool dtstart_counts(rrule_iter *it)
 {
     rrule_plan *p = it->p;
-    if (p->keep_dtstart) return true;
+    if (p->keep_dtstart) return p->dtstart <= p->until;
     if (p->dtstart_match < 0) {
         int64_t k0 = 0;
         p->dtstart_match = 0;

@@ -9,7 +9,9 @@
  * The set is sorted and has no duplicates. COUNT counts RRULE occurrences
  * before EXDATE removes any (RFC 5545 3.8.5.1). DTSTART is the first
  * occurrence of the RRULE. RDATEs are not subject to UNTIL or COUNT.
- * Only one RRULE per set: RFC 5545 deprecates several.
+ * Up to RRULE_SET_MAX_RULES RRULEs: RFC 5545 only discourages several (RFC
+ * 2445 allowed them) and some producers still write two; the set is then
+ * the union of the rules, each with its own COUNT and UNTIL.
  */
 #ifndef CHIME_TIME_RRULE_SET_H
 #define CHIME_TIME_RRULE_SET_H
@@ -17,11 +19,15 @@
 #include "time/rrule.h"
 #include "time/tz.h"
 
+#define RRULE_SET_MAX_RULES 2
+
 typedef struct rrule_set {
-    rrule_plan plan;
-    bool has_rule;            /* false: the set is DTSTART + RDATE - EXDATE */
-    bool until_utc;           /* compare occurrences' UTC instants to until */
-    int64_t until;            /* UTC seconds, when until_utc */
+    rrule_plan plan;          /* the first rule (or DTSTART alone) */
+    rrule_plan plan2;         /* the second, when nrules == 2 */
+    int nrules;               /* 0: the set is DTSTART + RDATE - EXDATE */
+    bool has_rule;            /* nrules > 0 */
+    bool until_utc[RRULE_SET_MAX_RULES]; /* compare occurrences' UTC instants to until */
+    int64_t until[RRULE_SET_MAX_RULES];  /* UTC seconds, when until_utc */
     const tz_zone *zone;      /* NULL for floating */
     int64_t *rdate, *exdate;  /* caller's arrays, sorted in place by init */
     size_t nrdate, nexdate;
@@ -34,12 +40,16 @@ typedef struct rrule_set {
 int rrule_set_init(rrule_set *s, const rrule *rule, const civil_time *dtstart,
                    const tz_zone *zone, int64_t *rdate, size_t nrdate, int64_t *exdate,
                    size_t nexdate, char *err, size_t errlen);
+/* The same with nrules (0..RRULE_SET_MAX_RULES) rules, united. */
+int rrule_set_init_rules(rrule_set *s, const rrule *rules, int nrules, const civil_time *dtstart,
+                         const tz_zone *zone, int64_t *rdate, size_t nrdate, int64_t *exdate,
+                         size_t nexdate, char *err, size_t errlen);
 
 typedef struct rrule_set_iter {
     rrule_set *s;
-    rrule_iter it;
-    bool rule_live;           /* it has a pending value in rule_next */
-    int64_t rule_next;
+    rrule_iter it[RRULE_SET_MAX_RULES];
+    bool rule_live[RRULE_SET_MAX_RULES]; /* it[i] has a pending value in rule_next[i] */
+    int64_t rule_next[RRULE_SET_MAX_RULES];
     size_t ri;                /* next RDATE */
 } rrule_set_iter;
 

@@ -509,6 +509,64 @@ void tz_zone_free(tz_zone *z)
     free(z);
 }
 
+/* ---- zones from explicit changes (an iCalendar VTIMEZONE's definition) ------ */
+
+/* The type for an offset, added (with no abbreviation) if new. */
+static uint16_t zone_type_for(tz_zone *z, int32_t off)
+{
+    for (size_t i = 0; i < z->ntypes; i++)
+        if (z->types[i].utoff == off) return (uint16_t)i;
+    z->types[z->ntypes] = (tz_type){.utoff = off, .abbr = 0, .isdst = false};
+    return (uint16_t)z->ntypes++;
+}
+
+tz_zone *tz_zone_from_changes(const char *name, int32_t first, const int64_t *utc, const int32_t *offsets, size_t n)
+{
+    if (n > TZ_MAX_CHANGES || first < -TZ_MAX_OFFSET || first > TZ_MAX_OFFSET) return NULL;
+    for (size_t i = 0; i < n; i++)
+        if ((i > 0 && utc[i] <= utc[i - 1]) || offsets[i] < -TZ_MAX_OFFSET || offsets[i] > TZ_MAX_OFFSET)
+            return NULL;
+    tzif_counts c = {.time = (uint32_t)n, .type = (uint32_t)n + 1, .chars = 1};
+    tz_zone *z = zone_alloc(name, &c);
+    if (!z) return NULL;
+    uint32_t none;
+    zone_add_abbr(z, "", 0, &none);
+    z->first = zone_type_for(z, first);
+    int32_t cur = first;
+    for (size_t i = 0; i < n; i++) {
+        if (offsets[i] == cur) continue; /* changes nothing */
+        z->utc[z->n] = utc[i];
+        z->after[z->n++] = zone_type_for(z, cur = offsets[i]);
+    }
+    zone_shrink(z);
+    zone_build_keys(z);
+    return z;
+}
+
+bool tz_next_change(const tz_zone *z, int64_t after, int64_t *at)
+{
+    if (!z) return false;
+    int32_t cur = tz_offset_at(z, after);
+    size_t lo = 0, hi = z->n; /* first utc[i] > after */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (z->utc[mid] <= after) lo = mid + 1;
+        else hi = mid;
+    }
+    for (size_t i = lo; i < z->n; i++)
+        if (z->types[z->after[i]].utoff != cur) return (*at = z->utc[i], true);
+    if (!z->has_rule || !z->rule.has_dst) return false;
+    /* Past the table: the rule's next change (it changes twice a year). */
+    int64_t from = z->n && z->utc[z->n - 1] > after ? z->utc[z->n - 1] : after;
+    for (int64_t y = year_of(clamp_rule(from)), k = 0; k < 3; y++, k++) {
+        tz_change ch[6];
+        int m = rule_changes(&z->rule, y, ch);
+        for (int i = 0; i < m; i++)
+            if (ch[i].utc > after && z->types[ch[i].type].utoff != cur) return (*at = ch[i].utc, true);
+    }
+    return false;
+}
+
 /* ---- lookups (hot path: no allocation, no libc time calls) ----------------- */
 
 static uint16_t zone_type_at(const tz_zone *z, int64_t t)

@@ -56,6 +56,21 @@ const char *tz_abbrev_at(const tz_zone *z, int64_t utc_secs);
 tz_zone *tz_zone_parse(const char *name, const uint8_t *data, size_t len);
 void tz_zone_free(tz_zone *z);
 
+/* A zone defined by its changes (an iCalendar VTIMEZONE's STANDARD and
+ * DAYLIGHT observances, expanded): offset `first` before utc[0], offsets[i]
+ * from utc[i] on; utc strictly ascending, at most TZ_MAX_CHANGES. Owned by
+ * the caller (tz_zone_free); NULL when malformed or out of memory. */
+#define TZ_MAX_CHANGES 4096
+tz_zone *tz_zone_from_changes(const char *name, int32_t first, const int64_t *utc, const int32_t *offsets,
+                              size_t n);
+/* The first instant after `after` at which the zone's UTC offset changes
+ * (changes of abbreviation alone do not count); false when none comes. */
+bool tz_next_change(const tz_zone *z, int64_t after, int64_t *at);
+
+/* The IANA zones of the Windows zone table, one by one (NULL past the
+ * end): what an iCalendar file's own zone definition is compared with. */
+const char *tz_windows_iana_at(size_t i);
+
 /* Is the zone's name a known Windows zone name ("Eastern Standard Time")?
  * Returns the IANA name for it, or NULL. For iCalendar import. */
 const char *tz_windows_to_iana(const char *windows_name);

@@ -170,3 +170,8 @@ const char *tz_windows_to_iana(const char *windows_name)
             return tz_windows_names[i].iana;
     return NULL;
 }
+
+const char *tz_windows_iana_at(size_t i)
+{
+    return i < sizeof tz_windows_names / sizeof tz_windows_names[0] ? tz_windows_names[i].iana : NULL;
+}

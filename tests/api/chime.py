@@ -195,5 +195,25 @@ class ServerTest(unittest.TestCase):
             self.assertEqual(err.get("code"), code, r)
 
 
+class NodesTest(unittest.TestCase):
+    """Servers the test starts and kills itself, all on one fresh database
+    (self.db) with node_args; those still running at the end are SIGKILLed."""
+    node_args = ()
+
+    def setUp(self):
+        self.db = fresh_db()
+        self.servers = []
+
+    def tearDown(self):
+        for s in self.servers:
+            if s.proc is not None:
+                s.stop(signal.SIGKILL)
+
+    def start(self):
+        s = Server(db=self.db, args=list(self.node_args)).start()
+        self.servers.append(s)
+        return s
+
+
 def main():
     unittest.main(verbosity=2)

@@ -20,7 +20,7 @@ and, for the webhook client's framing and connection handling:
     /drop-once/KEY      the first request for KEY: the connection closes
                         without an answer; later ones 200
 Each request is recorded (method, path, headers with lower-case names, body,
-client port) before it is answered. The SMTP receiver refuses recipients
+client port, arrival time "t") before it is answered. The SMTP receiver refuses recipients
 whose address starts with "reject" (550).
 
 As a program (used by the C unit tests):
@@ -86,7 +86,7 @@ class _HttpHandler(BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else b""
         rec = self.server.receiver
-        rec.log.add({"method": self.command, "path": self.path,
+        rec.log.add({"method": self.command, "path": self.path, "t": time.time(),
                      "headers": {k.lower(): v for k, v in self.headers.items()},
                      "body": body.decode("utf-8", "replace"), "client_port": self.client_address[1]})
         parts = self.path.strip("/").split("/")

@@ -132,6 +132,34 @@ class TestRecurrence(CalendarTest):
                          ["2026-01-03T15:00:00-05:00", "2026-01-05T09:00:00-05:00",
                           "2026-01-19T09:00:00-05:00", "2026-01-26T09:00:00-05:00"])
 
+    def test_until_before_start_is_an_empty_series(self):
+        # As libical, dateutil and rrule.js read it (issue 24.4): the rule
+        # bounds DTSTART too. The event is kept (and can be edited), with no
+        # instance to list.
+        ev = self.weekly("2026-09-02T09:00:00", "2026-09-02T10:00:00", NY,
+                         "RRULE:FREQ=DAILY;UNTIL=20260901T130000Z")
+        self.assertEqual(self.starts("2026-08-01T00:00:00Z", "2026-10-01T00:00:00Z"), [])
+        r = self.server.get("/v1/events/%s/instances?from=2026-08-01T00:00:00Z&to=2026-10-01T00:00:00Z" % ev["id"],
+                            token=self.token)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json["items"], [])
+        self.assertEqual(self.server.get("/v1/events/" + ev["id"], token=self.token).status, 200)
+
+    def test_two_rules_are_their_union(self):
+        # As some producers still write (issue 24.3b); kept as given.
+        rules = ["RRULE:FREQ=WEEKLY;COUNT=3;BYDAY=MO", "RRULE:FREQ=MONTHLY;UNTIL=20260401T000000Z;BYMONTHDAY=15"]
+        ev = self.create(start=timed("2026-01-05T09:00:00", NY), end=timed("2026-01-05T10:00:00", NY),
+                         recurrence=rules)
+        self.assertEqual(ev["recurrence"], rules)
+        self.assertEqual([s[:10] for s in self.starts("2026-01-01T00:00:00Z", "2026-06-01T00:00:00Z")],
+                         ["2026-01-05", "2026-01-12", "2026-01-15", "2026-01-19", "2026-02-15", "2026-03-15"])
+        # "This and following" cuts both rules.
+        r = self.server.delete("/v1/events/%s/instances/20260115T140000Z?scope=following" % ev["id"],
+                               token=self.token)
+        self.assertEqual(r.status, 204, r)
+        self.assertEqual([s[:10] for s in self.starts("2026-01-01T00:00:00Z", "2026-06-01T00:00:00Z")],
+                         ["2026-01-05", "2026-01-12"])
+
     def test_pagination_and_infinite_series_bound(self):
         self.weekly("2020-01-01T08:00:00", "2020-01-01T08:10:00", "UTC", "RRULE:FREQ=DAILY")
         seen, token, pages = [], None, 0
@@ -276,6 +304,38 @@ class TestInvitations(CalendarTest):
         self.assertError(r, 400, field="attendees[0]")
 
 
+class TestZeroLength(CalendarTest):
+    """An event that ends as it starts (issue 24.2): a deadline, a start
+    signal. It is an instant: listed when from <= start < to, never busy."""
+
+    def test_store_list_and_freebusy(self):
+        ev = self.create(summary="Deadline", start=timed("2026-11-03T17:00:00", NY),
+                         end=timed("2026-11-03T17:00:00", NY))
+        self.assertEqual(ev["start"], ev["end"])
+        at = "2026-11-03T22:00:00Z"
+        self.assertEqual(self.starts(at, "2026-11-03T22:00:01Z"), ["2026-11-03T17:00:00-05:00"])
+        self.assertEqual(self.starts("2026-11-03T00:00:00Z", "2026-11-04T00:00:00Z"), ["2026-11-03T17:00:00-05:00"])
+        self.assertEqual(self.starts("2026-11-03T21:00:00Z", at), [])   # to is exclusive
+        self.assertEqual(self.starts("2026-11-03T22:00:01Z", "2026-11-04T00:00:00Z"), [])
+        # A zero-length series, and one of its instances moved.
+        series = self.weekly("2026-11-02T09:00:00", "2026-11-02T09:00:00", NY, "RRULE:FREQ=DAILY;COUNT=3",
+                             summary="Check-in")
+        r = self.server.patch("/v1/events/%s/instances/20261103T140000Z" % series["id"],
+                              {"start": timed("2026-11-03T12:00:00", NY), "end": timed("2026-11-03T12:00:00", NY)},
+                              token=self.token)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.starts("2026-11-03T17:00:00Z", "2026-11-03T17:00:01Z"), ["2026-11-03T12:00:00-05:00"])
+        self.assertEqual(len(self.starts("2026-11-01T00:00:00Z", "2026-11-06T00:00:00Z")), 4)
+        # Instants take no time: free/busy shows none of them.
+        r = self.server.post("/v1/freebusy", {"users": [self.user["email"]], "from": "2026-11-01T00:00:00Z",
+                                              "to": "2026-11-06T00:00:00Z"}, token=self.token)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json["users"][self.user["email"]]["busy"], [], r)
+        # Still refused: an end before the start, and an all-day event of no days.
+        self.create(expect=400, start=timed("2026-11-03T17:00:00", NY), end=timed("2026-11-03T16:59:59", NY))
+        self.create(expect=400, start={"date": "2026-11-03"}, end={"date": "2026-11-03"})
+
+
 class TestFreeBusy(CalendarTest):
     def test_busy_intervals(self):
         bob, bob_token = self.server.new_user()
@@ -335,7 +395,8 @@ class TestBadInput(CalendarTest):
         cases = [
             ("recurrence[0]", dict(good, recurrence=["RRULE:FREQ=MONTHLY;BYMONTHDAY=32"]), "BYMONTHDAY"),
             ("recurrence[0]", dict(good, recurrence=["RRULE:FREQ=DAILY;COUNT=2;UNTIL=20270101T000000Z"]), None),
-            ("recurrence[1]", dict(good, recurrence=["RRULE:FREQ=DAILY", "RRULE:FREQ=WEEKLY"]), None),
+            ("recurrence[2]", dict(good, recurrence=["RRULE:FREQ=DAILY", "RRULE:FREQ=WEEKLY", "RRULE:FREQ=YEARLY"]),
+             "at most 2"),
             ("recurrence[0]", dict(good, recurrence=["FROBNICATE:1"]), None),
             ("recurrence[0]", dict(good, recurrence=["EXDATE:notadate"]), None),
             ("recurrence", dict(good, recurrence="RRULE:FREQ=DAILY"), None),

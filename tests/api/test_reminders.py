@@ -99,6 +99,17 @@ class TestFiring(ReminderTest):
         self.assertTrue(self.inbox()["items"][0]["read"])
         self.assertEqual(self.inbox(other_token)["items"], [])
 
+    def test_zero_length_event_fires(self):
+        # An instant (end == start, issue 24.2), single and recurring.
+        start = soon()
+        self.event(start, seconds=0, summary="Deadline",
+                   reminders=[{"method": "push", "minutes_before": 0}])
+        self.event(start + 1, seconds=0, summary="Tick", recurrence=["RRULE:FREQ=SECONDLY;INTERVAL=2;COUNT=2"],
+                   reminders=[{"method": "push", "minutes_before": 0}])
+        items = self.wait_inbox(3)
+        self.assertEqual(sorted((i["summary"], ms_of(i["due"])) for i in items),
+                         [("Deadline", start * 1000), ("Tick", (start + 1) * 1000), ("Tick", (start + 3) * 1000)])
+
     def test_periodic_series_advances_and_finishes(self):
         start = soon()
         self.event(start, seconds=1, recurrence=["RRULE:FREQ=SECONDLY;INTERVAL=2;COUNT=3"])

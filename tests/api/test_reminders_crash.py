@@ -14,7 +14,7 @@ import signal
 import time
 import unittest
 
-from chime import BACKEND, Server, fresh_db
+from chime import BACKEND, NodesTest
 from test_jobs import sql, wait_for
 from test_jobs_cluster import node_id
 
@@ -31,20 +31,8 @@ def one(db, query):
     return int(sql(db, query)[0][0])
 
 
-class CrashTest(unittest.TestCase):
-    def setUp(self):
-        self.db = fresh_db()
-        self.servers = []
-
-    def tearDown(self):
-        for s in self.servers:
-            if s.proc is not None:
-                s.stop(signal.SIGKILL)
-
-    def start(self):
-        s = Server(db=self.db, args=ARGS).start()
-        self.servers.append(s)
-        return s
+class CrashTest(NodesTest):
+    node_args = ARGS
 
     def populate(self, s, events, first_due, spread):
         """events events, each for an organizer and ATTENDEES attendees,

@@ -99,6 +99,72 @@ class TestServer(ServerTest):
         self.assertIn("GET /healthz?probe=accesslog 200", line[0])
 
 
+class TestAccessLog(ServerTest):
+    """The access log (on by default, to stderr) is buffered per event loop
+    and flushed by size, every second and at exit (issue 24.7): a write
+    per request cost a fifth of the throughput. Every line is kept."""
+
+    def keep_alive_requests(self, server, n):
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+        ids = []
+        for i in range(n):
+            conn.request("GET", "/healthz?n=%d" % i)
+            r = conn.getresponse()
+            r.read()
+            ids.append(r.getheader("x-request-id"))
+        conn.close()
+        return ids
+
+    def lines_for(self, server, ids):
+        log = server.log()
+        return [rid for rid in ids if log.count("id=%s " % rid) == 1]
+
+    def test_not_a_write_per_request(self):
+        def writes():
+            with open("/proc/%d/io" % self.server.proc.pid) as f:
+                return int(re.search(r"syscw: (\d+)", f.read()).group(1))
+        n = 2000
+        self.keep_alive_requests(self.server, 50)
+        before = writes()
+        ids = self.keep_alive_requests(self.server, n)
+        after = writes()
+        # One write per response on the socket; the log adds a few more, not n.
+        self.assertLess(after - before, n * 1.25, (before, after))
+        deadline = time.time() + 3
+        while time.time() < deadline and len(self.lines_for(self.server, ids)) < n:
+            time.sleep(0.1)
+        self.assertEqual(len(self.lines_for(self.server, ids)), n)
+
+    def test_flushed_within_a_second(self):
+        rid = self.server.get("/healthz?probe=flush").header("x-request-id")
+        t0 = time.time()
+        while time.time() - t0 < 3 and ("id=" + rid) not in self.server.log():
+            time.sleep(0.02)
+        self.assertIn("id=" + rid, self.server.log())
+        self.assertLess(time.time() - t0, 1.5)
+
+    def test_every_line_written_at_exit(self):
+        s = Server().start()
+        try:
+            ids = self.keep_alive_requests(s, 300)
+        finally:
+            self.assertEqual(s.stop(), 0)
+        self.assertEqual(len(self.lines_for(s, ids)), 300)
+
+    def test_file_log(self):
+        path = os.path.join(TMP, "access-%d.log" % os.getpid())
+        s = Server(args=["--access-log", path]).start()
+        try:
+            ids = self.keep_alive_requests(s, 100)
+        finally:
+            self.assertEqual(s.stop(), 0)
+        with open(path) as f:
+            text = f.read()
+        os.unlink(path)
+        self.assertEqual(sum(1 for rid in ids if text.count("id=%s " % rid) == 1), 100)
+        self.assertTrue(all(line.endswith("ms") for line in text.splitlines()), text[-500:])
+
+
 class TestConfig(ServerTest):
     def test_help_lists_every_option(self):
         out = subprocess.run([BIN, "serve", "--help"], capture_output=True, text=True)

@@ -46,6 +46,13 @@ CASES = [
     ({"dtstart": "20261031T013000", "tzid": NY, "rrule": "FREQ=DAILY;COUNT=2", "limit": 5},
      {"occurrences": ["20261031T013000", "20261101T013000"],
       "occurrences_utc": ["20261031T053000Z", "20261101T053000Z"]}),
+    # UNTIL before DTSTART: the set is empty (issue 24.4), floating or zoned.
+    ({"dtstart": "19970902T090000", "tzid": None, "rrule": "FREQ=DAILY;UNTIL=19970901T090000", "limit": 5},
+     {"occurrences": []}),
+    ({"dtstart": "19970902T090000", "tzid": NY, "rrule": "FREQ=DAILY;UNTIL=19970901T090000Z", "limit": 5},
+     {"occurrences": [], "occurrences_utc": []}),
+    ({"dtstart": "19970902T090000", "tzid": NY, "rrule": "FREQ=DAILY;UNTIL=19970901T090000Z",
+      "includes": "19970902T090000"}, {"includes": False}),
     # RDATE merges in order, duplicates drop, EXDATE wins; COUNT counts the
     # rule before EXDATE.
     ({"dtstart": "20260101T100000", "tzid": None, "rrule": "FREQ=DAILY;COUNT=3",

@@ -244,6 +244,95 @@ static void test_vtimezone_agrees_with_libical(void **state)
     free(evs);
 }
 
+/* Replaces every "TZID=<zone>"/"TZID:<zone>" with a name no one knows and
+ * drops X-LIC-LOCATION: only the VTIMEZONE's rules are left to go on. */
+static char *anonymize_zone(const char *text, const char *zone)
+{
+    size_t cap = strlen(text) * 2 + 64, n = 0;
+    char *out = malloc(cap), key1[80], key2[80];
+    snprintf(key1, sizeof key1, "TZID=%s", zone);
+    snprintf(key2, sizeof key2, "TZID:%s", zone);
+    for (const char *p = text; *p;) {
+        if (strncmp(p, "X-LIC-LOCATION:", 15) == 0) {
+            p = strstr(p, "\r\n") + 2;
+        } else if (strncmp(p, key1, strlen(key1)) == 0 || strncmp(p, key2, strlen(key2)) == 0) {
+            /* a parameter value with spaces is quoted; the property's is not */
+            n += (size_t)sprintf(out + n, p[4] == '=' ? "TZID=\"Customized Time Zone\"" : "TZID:Customized Time Zone");
+            p += strlen(key1);
+        } else {
+            out[n++] = *p++;
+        }
+    }
+    out[n] = '\0';
+    return out;
+}
+
+/* A TZID nobody knows is read from its VTIMEZONE (issue 24.3): our own
+ * export's blocks, renamed, give back each zone -- matched to an IANA zone
+ * with the same offsets -- and every instant. */
+static void test_customized_time_zone(void **state)
+{
+    tz_db *tz = *state;
+    static const char *const zones[] = {"America/New_York", "Europe/London", "Australia/Lord_Howe",
+                                        "Asia/Kolkata", "Europe/Berlin"};
+    for (size_t z = 0; z < sizeof zones / sizeof zones[0]; z++) {
+        cal_event e = {.id = 1, .ical_uid = strdup("c@t")};
+        snprintf(e.status, sizeof e.status, "confirmed");
+        snprintf(e.time_zone, sizeof e.time_zone, "%s", zones[z]);
+        e.start_local = (civil_time){.year = 2026, .month = 3, .day = 2, .hour = 9};
+        e.end_local = (civil_time){.year = 2026, .month = 3, .day = 2, .hour = 10};
+        e.rrule = strdup("FREQ=WEEKLY;COUNT=20");
+        char msg[200], field[64];
+        assert_int_equal(cal_event_resolve(&e, tz, msg, sizeof msg, field, sizeof field), 0);
+        cal_calendar cal = {.id = 1};
+        strcpy(cal.time_zone, "UTC");
+        size_t len;
+        char *text = ical_write(&cal, &e, 1, NULL, 0, tz, INT64_C(1767225600000), &len);
+        char *custom = anonymize_zone(text, zones[z]);
+        assert_null(strstr(custom, zones[z]));
+        ical_import im;
+        ical_err err;
+        if (ical_read(custom, strlen(custom), tz, "UTC", &im, &err) != 0) fail_msg("%s: %s", zones[z], err.msg);
+        if (im.nseries != 1) fail_msg("%s: %s", zones[z], im.nskips ? im.skips[0].reason : "?");
+        const char *got = im.series[0].ev.time_zone;
+        assert_true(got[0] && strcmp(got, "UTC") != 0);
+        assert_int_equal(tz_offset_at(tz_db_get(tz, got), e.start_ms / 1000),
+                         tz_offset_at(tz_db_get(tz, zones[z]), e.start_ms / 1000));
+        assert_int_equal(im.series[0].ev.start_ms, e.start_ms);
+        assert_int_equal(im.series[0].ev.series_end_ms, e.series_end_ms);
+        ical_import_free(&im);
+        free(custom);
+        free(text);
+        cal_event_free(&e);
+    }
+}
+
+/* A definition no IANA zone has: the event is kept in UTC at the instants
+ * it gives; and a DTSTART that falls on no zone at all is skipped. */
+static void test_undefined_and_unmatched_zones(void **state)
+{
+    tz_db *tz = *state;
+    const char *text =
+        "BEGIN:VCALENDAR\r\nBEGIN:VTIMEZONE\r\nTZID:Odd\r\nBEGIN:STANDARD\r\nDTSTART:16010101T030000\r\n"
+        "TZOFFSETFROM:+0630\r\nTZOFFSETTO:+0530\r\nRRULE:FREQ=YEARLY;BYDAY=1SU;BYMONTH=10\r\nEND:STANDARD\r\n"
+        "BEGIN:DAYLIGHT\r\nDTSTART:16010101T020000\r\nTZOFFSETFROM:+0530\r\nTZOFFSETTO:+0630\r\n"
+        "RRULE:FREQ=YEARLY;BYDAY=1SU;BYMONTH=4\r\nEND:DAYLIGHT\r\nEND:VTIMEZONE\r\n"
+        "BEGIN:VEVENT\r\nUID:a\r\nDTSTART;TZID=Odd:20260406T100000\r\nDTEND;TZID=Odd:20260406T100000\r\n"
+        "END:VEVENT\r\nBEGIN:VEVENT\r\nUID:b\r\nDTSTART;TZID=Nowhere:20260406T100000\r\nEND:VEVENT\r\n"
+        "END:VCALENDAR\r\n";
+    ical_import im;
+    ical_err err;
+    assert_int_equal(ical_read(text, strlen(text), tz, "UTC", &im, &err), 0);
+    assert_int_equal(im.nseries, 1);
+    assert_string_equal(im.series[0].ev.time_zone, "UTC");
+    assert_int_equal(im.series[0].ev.start_ms, INT64_C(1775446200000)); /* 2026-04-06T03:30:00Z, at +06:30 */
+    assert_int_equal(im.series[0].ev.duration_s, 0);
+    assert_int_equal(im.nskipped, 1);
+    assert_string_equal(im.skips[0].uid, "b");
+    assert_non_null(strstr(im.skips[0].reason, "Nowhere"));
+    ical_import_free(&im);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -253,6 +342,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_read_and_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_errors_name_lines, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vtimezone_agrees_with_libical, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_customized_time_zone, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_undefined_and_unmatched_zones, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

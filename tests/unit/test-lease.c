@@ -30,13 +30,43 @@ static void test_acquire_is_compare_and_set(void **state)
     assert_int_equal(lease_acquire(s, "a", "n1", 10000, &e, &exp), LEASE_OK);
     assert_int_equal(e, 1);
     assert_true(exp >= now + 10000 && exp < now + 12000); /* the database clock */
-    /* held and not expired: nobody may take it, not even its owner again */
+    /* held and not expired: nobody else may take it */
     assert_int_equal(lease_acquire(s, "a", "n2", 10000, &e, NULL), LEASE_TAKEN);
-    assert_int_equal(lease_acquire(s, "a", "n1", 10000, &e, NULL), LEASE_TAKEN);
     assert_int_equal(q(s, "SELECT epoch FROM leases WHERE name = 'a'"), 1);
     /* another lease is independent */
     assert_int_equal(lease_acquire(s, "b", "n2", 10000, &e, NULL), LEASE_OK);
     assert_int_equal(e, 1);
+}
+
+/* A node restarted under its old id takes its dead self's lease back at
+ * once, at a new epoch: the old incarnation's epoch can neither renew,
+ * fence a write nor release any more (issue 24.1). */
+static void test_owner_takes_its_lease_back(void **state)
+{
+    store *s = ((testdb *)*state)->s;
+    int64_t old = 0, e = 0, renewed = 0;
+    assert_int_equal(lease_acquire(s, "a", "n1", 60000, &old, NULL), LEASE_OK);
+    assert_int_equal(lease_renew(s, "a", "n1", old, 60000, &renewed, NULL), LEASE_OK);
+    assert_int_equal(lease_acquire(s, "a", "n1", 60000, &e, NULL), LEASE_OK); /* the restart */
+    assert_true(e > renewed);
+    assert_int_equal(lease_renew(s, "a", "n1", renewed, 60000, NULL, NULL), LEASE_LOST);
+    assert_int_equal(store_begin(s), STORE_OK);
+    assert_int_equal(lease_fence(s, "a", "n1", renewed), LEASE_LOST);
+    assert_int_equal(lease_fence(s, "a", "n1", e), LEASE_OK);
+    assert_int_equal(store_rollback(s), STORE_OK);
+    assert_int_equal(lease_release(s, "a", "n1", renewed), LEASE_LOST);
+    assert_int_equal(lease_acquire(s, "a", "n2", 60000, NULL, NULL), LEASE_TAKEN);
+    /* A hold of the new incarnation: the same, through lease_hold. */
+    lease_hold h;
+    lease_hold_init(&h, "a", "n1");
+    uint64_t t = 0;
+    int64_t fe = 0;
+    assert_int_equal(lease_hold_acquire(s, &h, 60000, &t), LEASE_OK);
+    assert_true(lease_hold_epoch(&h) > e);
+    assert_int_equal(lease_fence(s, "a", "n1", e), LEASE_LOST);
+    assert_int_equal(lease_hold_fence_begin(s, &h, t, &fe), LEASE_OK);
+    assert_int_equal(lease_hold_fence_end(s, &h, false), STORE_OK);
+    lease_hold_destroy(&h);
 }
 
 static void test_renew_bumps_epoch_and_checks_it(void **state)
@@ -116,12 +146,17 @@ static void test_list_held(void **state)
     assert_int_equal(lease_acquire(s, "xg/1", "n1", 60000, NULL, NULL), LEASE_OK); /* contains it, later */
     nap_ms(200);
     name_list ns = {0};
-    assert_int_equal(lease_list_held(s, "g/", add_name, &ns), STORE_OK);
+    assert_int_equal(lease_list_held(s, "g/", "n3", add_name, &ns), STORE_OK);
     assert_int_equal(ns.n, 2);
     assert_true(has_name(&ns, "g/1") && has_name(&ns, "g/2"));
     ns.n = 0;
-    assert_int_equal(lease_list_held(s, "none/", add_name, &ns), STORE_OK);
+    assert_int_equal(lease_list_held(s, "none/", "n3", add_name, &ns), STORE_OK);
     assert_int_equal(ns.n, 0);
+    /* The asker's own leases are not "held" for it: it may take them. */
+    ns.n = 0;
+    assert_int_equal(lease_list_held(s, "g/", "n1", add_name, &ns), STORE_OK);
+    assert_int_equal(ns.n, 1);
+    assert_true(has_name(&ns, "g/2"));
     /* What it lists is what acquire refuses; what it leaves out is free. */
     assert_int_equal(lease_acquire(s, "g/2", "n1", 60000, NULL, NULL), LEASE_TAKEN);
     assert_int_equal(lease_acquire(s, "g/3", "n2", 60000, NULL, NULL), LEASE_OK);
@@ -433,6 +468,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         TESTDB_TEST(test_acquire_is_compare_and_set),
+        TESTDB_TEST(test_owner_takes_its_lease_back),
         TESTDB_TEST(test_renew_bumps_epoch_and_checks_it),
         TESTDB_TEST(test_expiry_and_takeover),
         TESTDB_TEST(test_release),

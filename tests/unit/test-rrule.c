@@ -12,6 +12,7 @@
 
 #include "time/rrule.h"
 #include "time/rrule_set.h"
+#include "time/tz.h"
 
 struct example {
     const char *dtstart, *rule, *expected;
@@ -180,6 +181,26 @@ static void test_examples(void **state)
     }
 }
 
+/* A set of one rule from DTSTART in zone z (NULL: floating). */
+static void set_for(rrule_set *set, const char *dtstart, const char *text, const tz_zone *z, int64_t *rd, size_t nrd)
+{
+    rrule r;
+    civil_time dt;
+    char err[100];
+    assert_int_equal(rrule_parse(text, strlen(text), &r, err, sizeof err), 0);
+    civil_parse_basic(dtstart, strlen(dtstart), &dt, NULL);
+    assert_int_equal(rrule_set_init(set, &r, &dt, z, rd, nrd, NULL, 0, err, sizeof err), 0);
+}
+
+/* The whole set is exactly want[0..n). */
+static void expect_set(rrule_set *set, const char *const *want, size_t n)
+{
+    int64_t got[16];
+    size_t m = rrule_set_expand(set, INT64_MIN, INT64_MAX, got, 16);
+    if (m != n) fail_msg("%zu occurrences, want %zu", m, n);
+    for (size_t i = 0; i < n; i++) assert_int_equal(got[i], secs(want[i]));
+}
+
 static void expect_list(rrule_plan *p, const char *const *want, size_t n)
 {
     int64_t got[64];
@@ -250,6 +271,76 @@ static void test_set_exdate_rdate(void **state)
     assert_int_equal(rrule_set_init(&set, &r, &dt, NULL, NULL, 0, ex2, 1, err, sizeof err), 0);
     assert_int_equal(rrule_set_expand(&set, INT64_MIN, INT64_MAX, got, 5), 2);
     assert_int_equal(got[1], secs("19970904T090000"));
+}
+
+/* UNTIL before DTSTART bounds DTSTART too: the set is empty, as libical,
+ * dateutil and rrule.js have it (issue 24.4). */
+static void test_until_before_dtstart(void **state)
+{
+    (void)state;
+    int64_t out[4], t;
+    plan_for(&plan, "19970902T090000", "FREQ=DAILY;UNTIL=19970901T090000");
+    assert_int_equal(rrule_expand(&plan, INT64_MIN, INT64_MAX, out, 4), 0);
+    assert_false(rrule_includes(&plan, secs("19970902T090000")));
+    assert_false(rrule_next_after(&plan, secs("19970101T000000"), &t));
+    /* UNTIL equal to DTSTART keeps it; a DATE UNTIL covers its whole day. */
+    plan_for(&plan, "19970902T090000", "FREQ=DAILY;UNTIL=19970902T090000");
+    assert_int_equal(rrule_expand(&plan, INT64_MIN, INT64_MAX, out, 4), 1);
+    plan_for(&plan, "19970902T090000", "FREQ=DAILY;UNTIL=19970902");
+    assert_int_equal(rrule_expand(&plan, INT64_MIN, INT64_MAX, out, 4), 1);
+    /* In a zone, a UTC UNTIL an hour before DTSTART's instant (13:00Z). */
+    static rrule_set set;
+    tz_db *db = tz_db_new(NULL);
+    const tz_zone *ny = tz_db_get(db, "America/New_York");
+    assert_non_null(ny);
+    set_for(&set, "19970902T090000", "FREQ=DAILY;UNTIL=19970902T120000Z", ny, NULL, 0);
+    assert_int_equal(rrule_set_expand(&set, INT64_MIN, INT64_MAX, out, 4), 0);
+    assert_false(rrule_set_includes(&set, secs("19970902T090000")));
+    assert_false(rrule_set_next_after(&set, secs("19970101T000000"), &t));
+    /* RDATEs are not bounded by UNTIL (RFC 5545): they stay. */
+    int64_t rd[] = {secs("19970903T100000")};
+    set_for(&set, "19970902T090000", "FREQ=DAILY;UNTIL=19970902T120000Z", ny, rd, 1);
+    assert_int_equal(rrule_set_expand(&set, INT64_MIN, INT64_MAX, out, 4), 1);
+    assert_int_equal(out[0], secs("19970903T100000"));
+    tz_db_free(db);
+}
+
+/* Two RRULEs (RFC 2445; RFC 5545 only discourages it): the set is their
+ * union, each rule with its own COUNT and UNTIL (issue 24.3b). */
+static void test_two_rules_union(void **state)
+{
+    (void)state;
+    static rrule_set set;
+    static rrule_set_iter si;
+    rrule rs[2];
+    civil_time dt;
+    char err[100];
+    const char *a = "FREQ=WEEKLY;BYDAY=MO;COUNT=3", *b = "FREQ=MONTHLY;BYMONTHDAY=15;UNTIL=20260301T000000Z";
+    assert_int_equal(rrule_parse(a, strlen(a), &rs[0], err, sizeof err), 0);
+    assert_int_equal(rrule_parse(b, strlen(b), &rs[1], err, sizeof err), 0);
+    civil_parse_basic("20260105T090000", 15, &dt, NULL);
+    int64_t ex[] = {secs("20260212T090000")};
+    assert_int_equal(rrule_set_init_rules(&set, rs, 2, &dt, NULL, NULL, 0, ex, 1, err, sizeof err), 0);
+    static const char *const want[] = {"20260105T090000", "20260112T090000", "20260115T090000",
+                                       "20260119T090000", "20260215T090000"};
+    int64_t t;
+    expect_set(&set, want, 5);
+    assert_true(rrule_set_includes(&set, secs("20260115T090000")));
+    assert_true(rrule_set_includes(&set, secs("20260119T090000")));
+    assert_false(rrule_set_includes(&set, secs("20260126T090000"))); /* past rule 1's COUNT */
+    assert_false(rrule_set_includes(&set, secs("20260315T090000"))); /* past rule 2's UNTIL */
+    assert_true(rrule_set_next_after(&set, secs("20260112T090000"), &t));
+    assert_int_equal(t, secs("20260115T090000"));
+    /* The iterator jumps into the middle of both. */
+    rrule_set_iter_init(&si, &set, secs("20260116T000000"));
+    assert_true(rrule_set_iter_next(&si, &t));
+    assert_int_equal(t, secs("20260119T090000"));
+    assert_true(rrule_set_iter_next(&si, &t));
+    assert_int_equal(t, secs("20260215T090000"));
+    assert_false(rrule_set_iter_next(&si, &t));
+    /* More than two is refused. */
+    rrule three[3] = {rs[0], rs[1], rs[0]};
+    assert_int_equal(rrule_set_init_rules(&set, three, 3, &dt, NULL, NULL, 0, NULL, 0, err, sizeof err), -1);
 }
 
 static void test_parse_errors(void **state)
@@ -571,6 +662,8 @@ int main(void)
         cmocka_unit_test(test_examples),
         cmocka_unit_test(test_unsynchronized_dtstart),
         cmocka_unit_test(test_set_exdate_rdate),
+        cmocka_unit_test(test_until_before_dtstart),
+        cmocka_unit_test(test_two_rules_union),
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_format),
         cmocka_unit_test(test_explain),

@@ -69,6 +69,8 @@ static inline void testdb_sqlite_remove(const char *path)
     unlink(p);
     snprintf(p, sizeof p, "%s-shm", path);
     unlink(p);
+    snprintf(p, sizeof p, "%s.nodes", path); /* node ids' locks (cluster/identity.c) */
+    unlink(p);
 }
 
 /* Percent-encodes everything but unreserved characters and '/'. */

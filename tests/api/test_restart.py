@@ -1,0 +1,147 @@
+"""A crashed node that comes back takes its own leases back at once
+(issue 24.1): with DEFAULT settings (a 15 s lease TTL), one node, SIGKILL
+while reminders fall due, restart 2 s later. Nothing may arrive more than
+2 s late beyond the downtime, nothing may be missing, and every lease --
+the reminder engine's groups and the jobs' -- is the restarted node's with
+a new epoch right away, so the old incarnation's epoch is fenced off.
+
+Each event carries an in-app and a webhook reminder; the webhooks go to a
+real HTTP receiver on loopback (tests/api/receivers.py), which records when
+each request arrived. Runs on SQLite and on PostgreSQL."""
+import datetime
+import signal
+import time
+import unittest
+
+from chime import NodesTest
+from receivers import HttpReceiver
+from test_jobs import sql, wait_for
+from test_jobs_cluster import node_id
+
+HOOKS = HttpReceiver().start()
+# Defaults but for what the receiver needs (it is on loopback).
+ARGS = ["--webhook-allow-private"]
+SPAN, PER_SECOND = 20, 3       # events fall due over SPAN seconds
+KILL_AT, DOWNTIME = 6, 2.0     # seconds into the span; seconds down
+SLACK = 2.0                    # allowed lateness beyond the downtime
+
+
+def iso(t):
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+
+
+class TestRestart(NodesTest):
+    node_args = ARGS
+
+    def leases(self):
+        return {r[0]: (r[1], int(r[2])) for r in sql(self.db, "SELECT name, owner, epoch FROM leases")}
+
+    def populate(self, s, first_due):
+        _, admin = s.new_user()  # the first user administers
+        self.user, token = s.new_user()
+        r = s.post("/v1/me/webhooks", {"url": "http://127.0.0.1:%d/ok" % HOOKS.port, "secret": "restart-secret"},
+                   token=token)
+        self.assertEqual(r.status, 201, r)
+        due = []
+        for i in range(SPAN * PER_SECOND):
+            t = first_due + i / PER_SECOND
+            r = s.post("/v1/events", {"summary": "restart %d" % i, "start": {"date_time": iso(t)},
+                                      "end": {"date_time": iso(t + 60)},
+                                      "reminders": [{"method": "push", "minutes_before": 0},
+                                                    {"method": "webhook", "minutes_before": 0}]}, token=token)
+            self.assertEqual(r.status, 201, r)
+            due.append(t)
+        self.assertLess(time.time(), first_due - 1, "setup took too long for the chosen due time")
+        return due
+
+    def test_sigkill_and_restart_with_default_settings(self):
+        s = self.start()
+        first_due = time.time() + 10
+        due = self.populate(s, first_due)
+        before = wait_for(lambda: (lambda l: l if l and all(o for o, _ in l.values()) else None)(self.leases()),
+                          timeout=10)
+        self.assertTrue(before, "leases not taken: %s" % self.leases())
+        old_node = node_id(s)
+
+        time.sleep(max(0, first_due + KILL_AT - time.time()))
+        killed = time.time()
+        s.stop(signal.SIGKILL)
+        time.sleep(DOWNTIME)
+        s = self.start()
+        back = time.time()
+        downtime = back - killed
+
+        # The restarted node is the old one (same id), holding every lease
+        # again at once, each at a newer epoch than the dead one knew.
+        self.assertEqual(node_id(s), old_node)
+        taken = wait_for(lambda: (lambda l: l if all(o == old_node and e > before[n][1] for n, (o, e) in l.items()
+                                                     if n in before) else None)(self.leases()), timeout=2)
+        self.assertTrue(taken, "leases after the restart: %s (before: %s)" % (self.leases(), before))
+
+        last = max(due)
+        time.sleep(max(0, last + 3 - time.time()))
+        total = len(due)
+        self.assertTrue(wait_for(lambda: self.count_inapp() >= total and self.hooks_seen() >= total, timeout=20),
+                        "in-app %d, webhooks %d of %d\n%s" % (self.count_inapp(), self.hooks_seen(), total,
+                                                              s.log()[-3000:]))
+        inapp = [int(r[0]) / 1000.0 for r in sql(self.db, "SELECT fired_ms - due_ms FROM notifications")]
+        hooks = self.hook_lateness()
+        self.assertEqual(len(inapp), total)
+        self.assertEqual(len(hooks), total)
+        worst = max(inapp + hooks)
+        print("downtime %.2f s; lateness in-app max %.2f s, webhook max %.2f s" % (downtime, max(inapp), max(hooks)))
+        self.assertLessEqual(worst, downtime + SLACK, "late by %.2f s after %.2f s down" % (worst, downtime))
+        # Nothing due after the restart came late at all (beyond the slack).
+        by_due = sorted(self.my_hooks().values())
+        print("late ones (due - kill, lateness):", [(round(d - killed, 2), round(a - d, 2)) for d, a in by_due
+                                                     if a - d > 1.0])
+        # (due: as the server stored it, from the webhook's body)
+        after = [a - d for d, a in by_due if d > back]
+        self.assertTrue(after)
+        self.assertLessEqual(max(after), SLACK)
+        self.assertEqual(s.stop(), 0)
+
+    def test_restarted_node_forgets_its_dead_selfs_connections(self):
+        # Presence rows are the node's (by id): after a crash nobody is
+        # connected to the restarted node, whatever its dead self recorded.
+        s = self.start()
+        (a, ta), (b, tb) = s.new_user(), s.new_user()
+        s.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta)
+        online = lambda srv: srv.get("/v1/users/%s/presence" % b["id"], token=ta).json["online"]
+        ws = s.ws(tb)
+        ws.recv()
+        self.assertTrue(wait_for(lambda: online(s), timeout=5))
+        s.stop(signal.SIGKILL)
+        ws.close()
+        s = self.start()
+        self.assertFalse(wait_for(lambda: online(s), timeout=1), "still online after the restart")
+        self.assertEqual(s.stop(), 0)
+
+    def count_inapp(self):
+        return int(sql(self.db, "SELECT count(*) FROM notifications")[0][0])
+
+    def my_hooks(self):
+        """First arrival of each delivery id for this test's user: (due, arrived)."""
+        import json
+        first = {}
+        for req in HOOKS.requests:
+            body = json.loads(req["body"])
+            if body.get("user_id") != self.user["id"]:
+                continue
+            d = req["headers"]["x-chime-delivery"]
+            due = datetime.datetime.strptime(body["due"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+                tzinfo=datetime.timezone.utc).timestamp()
+            if d not in first or req["t"] < first[d][1]:
+                first[d] = (due, req["t"])
+        return first
+
+    def hooks_seen(self):
+        return len(self.my_hooks())
+
+    def hook_lateness(self):
+        return [arrived - due for due, arrived in self.my_hooks().values()]
+
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
