@@ -18,7 +18,7 @@ static void check_fields(const json_t *obj)
     bool present;
     http_json_only(obj, fields, &e);
     if (http_json_str(obj, "email", true, 254, &s, &e) == 0 && s) users_email_valid(s);
-    http_json_str(obj, "name", false, 200, &s, &e);
+    http_json_text(obj, "name", false, 200, TEXT_LINE, &s, &e);
     http_json_int(obj, "count", false, -5, 5000, &i, &present, &e);
 }
 

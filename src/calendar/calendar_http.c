@@ -92,7 +92,7 @@ static void handle_calendar_create(http_req *r, void *arg)
     const char *summary, *zone;
     json_t *body = http_json_body(r, &e);
     if (!body || http_json_only(body, fields, &e) ||
-        http_json_str(body, "summary", true, CAL_SUMMARY_MAX, &summary, &e) ||
+        http_json_text(body, "summary", true, CAL_SUMMARY_MAX, TEXT_LINE, &summary, &e) ||
         http_json_str(body, "time_zone", false, CAL_ZONE_MAX - 1, &zone, &e))
         goto bad;
     if (!zone) zone = "UTC";
@@ -493,8 +493,9 @@ static int override_apply(cal_req *c, cal_instance *in, const json_t *body, cal_
     const char *names[] = {"summary", "description", "location"};
     char **dst[] = {&o->summary, &o->description, &o->location};
     size_t max[] = {CAL_SUMMARY_MAX, CAL_DESCRIPTION_MAX, CAL_LOCATION_MAX};
+    text_kind kinds[] = {TEXT_LINE, TEXT_MULTILINE, TEXT_LINE};
     for (int i = 0; i < 3; i++) {
-        if (http_json_str(body, names[i], false, max[i], &s, e) != 0) return -1;
+        if (http_json_text(body, names[i], false, max[i], kinds[i], &s, e) != 0) return -1;
         if (s) {
             free(*dst[i]);
             *dst[i] = strdup(s);

@@ -290,14 +290,15 @@ static int parse_attendees(store *db, const json_t *arr, cal_event *e, http_err 
 
 /* ---- the whole body ----------------------------------------------------- */
 
-static int take_str(const json_t *body, const char *name, size_t max, char **dst, bool *seen, http_err *err)
+static int take_str(const json_t *body, const char *name, size_t max, text_kind kind, char **dst, bool *seen,
+                    http_err *err)
 {
     const char *v;
     json_t *raw = json_object_get(body, name);
     if (!raw) return 0;
     *seen = true;
     if (json_is_string(raw) && json_string_length(raw) == 0) v = ""; /* clearing is fine */
-    else if (http_json_str(body, name, false, max, &v, err) != 0) return -1;
+    else if (http_json_text(body, name, false, max, kind, &v, err) != 0) return -1;
     free(*dst);
     *dst = strdup(v ? v : "");
     return 0;
@@ -310,12 +311,13 @@ int cal_json_apply(store *db, tz_db *tz, const json_t *body, bool create, const 
                                          "status", "attendees", "reminders", "calendar_id", "ical_uid", NULL};
     memset(seen, 0, sizeof *seen);
     if (http_json_only(body, fields, err) ||
-        take_str(body, "summary", CAL_SUMMARY_MAX, &e->summary, &seen->has_summary, err) ||
-        take_str(body, "description", CAL_DESCRIPTION_MAX, &e->description, &seen->has_description, err) ||
-        take_str(body, "location", CAL_LOCATION_MAX, &e->location, &seen->has_location, err))
+        take_str(body, "summary", CAL_SUMMARY_MAX, TEXT_LINE, &e->summary, &seen->has_summary, err) ||
+        take_str(body, "description", CAL_DESCRIPTION_MAX, TEXT_MULTILINE, &e->description, &seen->has_description,
+                 err) ||
+        take_str(body, "location", CAL_LOCATION_MAX, TEXT_LINE, &e->location, &seen->has_location, err))
         return -1;
     const char *uid, *status;
-    if (http_json_str(body, "ical_uid", false, CAL_UID_MAX, &uid, err) ||
+    if (http_json_text(body, "ical_uid", false, CAL_UID_MAX, TEXT_IDENT, &uid, err) ||
         http_json_str(body, "status", false, 11, &status, err))
         return -1;
     if (uid) {

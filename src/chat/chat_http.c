@@ -128,7 +128,7 @@ static int create_group_op(chat_service *c, http_req *r, const json_t *body, cha
 {
     static const char *const fields[] = {"type", "title", "members", NULL};
     const char *title;
-    if (http_json_only(body, fields, e) || http_json_str(body, "title", true, CHAT_TITLE_MAX, &title, e)) return -1;
+    if (http_json_only(body, fields, e) || http_json_text(body, "title", true, CHAT_TITLE_MAX, TEXT_LINE, &title, e)) return -1;
     json_t *members = json_object_get(body, "members");
     /* The cap is checked again in the transaction (with the creator and
      * without repeats); a longer list is refused before any lookup. */
@@ -271,7 +271,7 @@ static bool within_rate(chat_service *c, http_req *r)
 static int send_fields(const json_t *body, const char **client_id, const char **text, http_err *e)
 {
     static const char *const fields[] = {"client_msg_id", "text", NULL};
-    if (http_json_only(body, fields, e) || http_json_str(body, "client_msg_id", true, CHAT_CLIENT_ID_MAX, client_id, e))
+    if (http_json_only(body, fields, e) || http_json_text(body, "client_msg_id", true, CHAT_CLIENT_ID_MAX, TEXT_IDENT, client_id, e))
         return -1;
     json_t *t = json_object_get(body, "text");
     if (!json_is_string(t) || json_string_length(t) == 0 || json_string_length(t) > CHAT_TEXT_MAX) {
@@ -283,7 +283,7 @@ static int send_fields(const json_t *body, const char **client_id, const char **
         http_err_set(e, 400, "invalid_value", "text", "text may not contain NUL characters");
         return -1;
     }
-    return 0;
+    return http_text_check(*text, json_string_length(t), "text", TEXT_MULTILINE, e);
 }
 
 static void handle_send(http_req *r, void *arg)

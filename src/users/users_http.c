@@ -110,7 +110,7 @@ static void handle_signup(http_req *r, void *arg)
     s->body = http_json_body(r, &e);
     if (!s->body || http_json_only(s->body, fields, &e) ||
         http_json_str(s->body, "email", true, USERS_EMAIL_MAX, &s->email, &e) ||
-        http_json_str(s->body, "name", true, USERS_NAME_MAX, &s->name, &e) ||
+        http_json_text(s->body, "name", true, USERS_NAME_MAX, TEXT_LINE, &s->name, &e) ||
         http_json_str(s->body, "password", true, USERS_PASSWORD_MAX, &s->password, &e))
         goto bad;
     if (!users_email_valid(s->email)) {
