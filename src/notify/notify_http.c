@@ -103,6 +103,39 @@ static void bind_xid(store_stmt *st, int at, int64_t xid)
     store_bind_str(st, at, text);
 }
 
+/* The id key, read once (every node reads the same row). */
+static bool inbox_key(notify_http *n, store *db, unsigned char key[BASE_ID_KEY_LEN])
+{
+    pthread_mutex_lock(&n->key_mu);
+    if (!n->have_key) {
+        store_stmt *st = store_prepare(db, "SELECT value FROM server_keys WHERE name = 'inbox_ids'");
+        if (store_step(st) == STORE_ROW && store_col_len(st, 0) == 2 * BASE_ID_KEY_LEN) {
+            const char *hex = store_col_text(st, 0);
+            for (int i = 0; i < BASE_ID_KEY_LEN; i++) {
+                unsigned v;
+                if (sscanf(hex + 2 * i, "%2x", &v) != 1) break;
+                n->key[i] = (unsigned char)v;
+                n->have_key = i == BASE_ID_KEY_LEN - 1;
+            }
+        }
+        store_reset(st);
+    }
+    memcpy(key, n->key, BASE_ID_KEY_LEN);
+    bool ok = n->have_key;
+    pthread_mutex_unlock(&n->key_mu);
+    return ok;
+}
+
+/* An item's id in a path: 16 hex digits (a concealed seq); or, from
+ * clients of before the ids were concealed, the seq itself in decimal
+ * (accepted: the inbox cursor still carries the seq). -1 if neither. */
+static int64_t item_seq(const unsigned char key[BASE_ID_KEY_LEN], const char *s, size_t len)
+{
+    int64_t id;
+    if (base_id_parse(s, len, &id) == 0) return base_id_reveal(key, id);
+    return len < 16 ? parse_seq(s, len) : -1;
+}
+
 #define INBOX_COLS "seq, delivery_id, event_id, summary, original_start_ms, due_ms, fired_ms, late, method, read"
 
 /* The page after c: $1 user, $2 seq, $3 limit, and on PostgreSQL $4 the
@@ -129,14 +162,16 @@ static void handle_inbox(http_req *r, void *arg)
     store *db = store_pool_at(n->dbs, r->loop);
     inbox_cursor last;
     int64_t limit;
+    unsigned char key[BASE_ID_KEY_LEN];
     if (!query_cursor(r, "after", &last) || !query_limit(r, NOTIFY_PAGE_DEFAULT, NOTIFY_PAGE_MAX, &limit)) return;
+    if (!inbox_key(n, db, key)) return http_send_db_error(r, "the inbox id key cannot be read");
     store_stmt *st = inbox_page(db, r->user_id, &last, limit);
     json_t *items = json_array();
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
-        char id[24], ev[17];
+        char id[17], ev[17];
         last = (inbox_cursor){.xid = store_col_int64(st, 10), .seq = store_col_int64(st, 0)};
-        snprintf(id, sizeof id, "%lld", (long long)last.seq);
+        base_id_format(base_id_conceal(key, last.seq), id);
         base_id_format(store_col_int64(st, 2), ev);
         json_array_append_new(
             items, json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:b,s:s,s:b}", "id", id, "delivery_id",
@@ -160,8 +195,10 @@ static void handle_read_one(http_req *r, void *arg)
 {
     notify_http *n = arg;
     store *db = store_pool_at(n->dbs, r->loop);
-    int64_t seq = parse_seq(r->params[0].ptr, r->params[0].len);
-    if (seq < 0) {
+    unsigned char key[BASE_ID_KEY_LEN];
+    if (!inbox_key(n, db, key)) return http_send_db_error(r, "the inbox id key cannot be read");
+    int64_t seq = item_seq(key, r->params[0].ptr, r->params[0].len);
+    if (seq <= 0) {
         http_send_error(r, 404, "not_found", NULL, "no such notification");
         return;
     }
@@ -269,6 +306,7 @@ static void handle_deliveries(http_req *r, void *arg)
 
 void notify_http_register(notify_http *n, http_server *s)
 {
+    pthread_mutex_init(&n->key_mu, NULL);
     http_route(s, HTTP_GET, "/v1/notifications", handle_inbox, n, HTTP_ROUTE_AUTH);
     http_route(s, HTTP_POST, "/v1/notifications/read", handle_read_upto, n, HTTP_ROUTE_AUTH);
     http_route(s, HTTP_POST, "/v1/notifications/{id}/read", handle_read_one, n, HTTP_ROUTE_AUTH);

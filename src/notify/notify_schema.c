@@ -193,6 +193,15 @@ static const store_migration notify_steps[] = {
     {10, "bytewise_keys", "SELECT 1",
      "ALTER TABLE deliveries ALTER COLUMN id TYPE TEXT COLLATE \"C\";"
      "ALTER TABLE reminders ALTER COLUMN method TYPE TEXT COLLATE \"C\""},
+    /* Secrets every node shares, made once here. 'inbox_ids': the key
+     * that conceals an inbox item's seq as its id (notify_http.c), 16
+     * random bytes as hex. */
+    {20, "server_keys",
+     "CREATE TABLE server_keys (name TEXT PRIMARY KEY, value TEXT NOT NULL);"
+     "INSERT INTO server_keys (name, value) VALUES ('inbox_ids', lower(hex(randomblob(16))))",
+     "CREATE TABLE server_keys (name TEXT PRIMARY KEY, value TEXT NOT NULL);"
+     "INSERT INTO server_keys (name, value) VALUES ('inbox_ids', "
+     "replace(CAST(gen_random_uuid() AS text), '-', ''))"},
 };
 
 int notify_schema_add(store_schema *s)
