@@ -11,6 +11,7 @@
 #include "http/jsonw.h"
 #include "time/rfc3339.h"
 #include "time/rrule.h"
+#include "users/users.h"
 
 /* ---- times -------------------------------------------------------------- */
 
@@ -234,6 +235,18 @@ int cal_json_reminders(const json_t *arr, const char *field, cal_reminder *out, 
     return 0;
 }
 
+/* An attendee's address goes through the users' rule: one nobody could
+ * register (an invisible character, say) is refused, naming it. */
+static bool attendee_email_bad(const char *email, const char *sub, http_err *err)
+{
+    users_email em;
+    char why[160], field[64];
+    if (users_email_normalize(email, &em, why, sizeof why) != USERS_INVALID) return false;
+    snprintf(field, sizeof field, "%s.email", sub);
+    http_err_set(err, 400, "invalid_value", field, "%s: %s", field, why);
+    return true;
+}
+
 static int parse_attendees(store *db, const json_t *arr, cal_event *e, http_err *err)
 {
     static const char *const fields[] = {"email", "user_id", "response_status", "self", NULL};
@@ -271,6 +284,7 @@ static int parse_attendees(store *db, const json_t *arr, cal_event *e, http_err 
             http_err_set(err, 400, "invalid_value", sub, "%s.user_id is not a user id", sub);
             return -1;
         }
+        if (!uid && attendee_email_bad(email, sub, err)) return -1;
         cal_attendee *a = &e->attendees[e->nattendees];
         int rc = cal_user_lookup(db, uid ? NULL : email, id, &a->user_id, a->email, sizeof a->email);
         if (rc == CAL_ERROR) {

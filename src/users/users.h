@@ -16,7 +16,15 @@
 #define USERS_HASH_MAX 160 /* argon2id encoded string, with room */
 #define USERS_TOKEN_MAX 64
 
-enum { USERS_OK = 0, USERS_NOT_FOUND = 1, USERS_DUPLICATE = 2, USERS_EXPIRED = 3, USERS_ERROR = -1 };
+enum {
+    USERS_OK = 0,
+    USERS_NOT_FOUND = 1,
+    USERS_DUPLICATE = 2,
+    USERS_EXPIRED = 3,
+    USERS_CONFUSABLE = 4, /* looks like a registered address (users_email) */
+    USERS_INVALID = 5,    /* breaks the address rule (users_email_normalize) */
+    USERS_ERROR = -1
+};
 
 typedef struct user {
     int64_t id;
@@ -30,15 +38,47 @@ typedef struct user {
  * domain, no spaces or control characters. */
 bool users_email_valid(const char *email);
 
+/* The forms of an address (users_email.c). Shown as given, in NFC; unique
+ * by key, NFC case-folded (so "ÉCOLE@x.com" is "école@x.com"); a look-alike
+ * when its skeleton (Unicode TR39, of the key) equals a registered one's
+ * ("knоwn@x.com" with a Cyrillic o is "known@x.com"). legacy is the input
+ * ASCII-lowered: the key of before migration 21, which an account that
+ * collided with an older one after normalization keeps (see
+ * users_email_migrate). */
+#define USERS_EMAIL_KEY_MAX 1024
+typedef struct users_email {
+    char nfc[USERS_EMAIL_MAX + 1];
+    char key[USERS_EMAIL_KEY_MAX];
+    char skeleton[USERS_EMAIL_KEY_MAX];
+    char legacy[USERS_EMAIL_MAX + 1];
+} users_email;
+/* USERS_OK; USERS_INVALID with why (for the client) when the address is
+ * not plausible (users_email_valid) or holds a character nobody can see
+ * (controls, format characters such as a zero-width space, other
+ * default-ignorables, white space, unassigned or private-use code
+ * points); USERS_ERROR when ICU fails. Thread-safe. */
+int users_email_normalize(const char *in, users_email *out, char *why, size_t whylen);
+/* Migration 21: every row gets its NFC display form, its key and its
+ * skeleton. Rows that collide after normalization keep the oldest (or the
+ * one already in normal form) on the key; the others keep their old key,
+ * reachable by the exact address they signed up with, and are logged for
+ * the admin. Of rows with one skeleton, only the oldest records it. */
+int users_email_migrate(store *db);
+
 /* Slow by design (argon2id); call on a worker thread. */
 int users_hash_password(const char *password, int64_t ops, int64_t mem_kib, char out[USERS_HASH_MAX]);
 bool users_verify_password(const char *hash, const char *password);
 
-/* Creates the user; the first user ever is the admin. USERS_DUPLICATE when
- * the email is taken (compared case-insensitively). */
+/* Creates the user; the first user ever is the admin. USERS_INVALID when
+ * the address breaks the rule, USERS_DUPLICATE when it is taken (by key),
+ * USERS_CONFUSABLE when it looks like a registered one (by skeleton). */
 int users_create(store *db, const char *email, const char *name, const char *hash, user *out);
+/* Whether a normalized address may be registered: USERS_NOT_FOUND (free),
+ * USERS_DUPLICATE, USERS_CONFUSABLE or USERS_ERROR. */
+int users_email_taken(store *db, const users_email *em);
 int users_get(store *db, int64_t id, user *out);
-/* Finds by email (any case) and copies the password hash. */
+/* Finds by email (normalized: any case, any Unicode form) and copies the
+ * password hash. An address that breaks the rule is USERS_NOT_FOUND. */
 int users_find_by_email(store *db, const char *email, user *out, char hash[USERS_HASH_MAX]);
 int users_count(store *db, int64_t *out);
 /* A user named by id (16 hex digits) or email (any case): USERS_OK with

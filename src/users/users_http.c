@@ -79,6 +79,12 @@ static void signup_work(void *p)
     s->rc = users_hash_password(s->password, s->ops, s->mem, s->hash);
 }
 
+static void signup_refuse_taken(http_req *r, int rc)
+{
+    if (rc == USERS_DUPLICATE) http_send_error(r, 409, "email_taken", "email", "that email is already registered");
+    else http_send_error(r, 409, "email_confusable", "email", "that email looks like one already registered");
+}
+
 static void signup_done(http_req *r, void *p)
 {
     users_signup *s = p;
@@ -90,7 +96,7 @@ static void signup_done(http_req *r, void *p)
     user u;
     int rc = s->rc == USERS_OK ? users_create(db, s->email, s->name, s->hash, &u) : USERS_ERROR;
     if (rc == USERS_OK) http_send_json(r, 201, user_json(&u));
-    else if (rc == USERS_DUPLICATE) http_send_error(r, 409, "email_taken", "email", "that email is already registered");
+    else if (rc == USERS_DUPLICATE || rc == USERS_CONFUSABLE) signup_refuse_taken(r, rc);
     else http_send_db_error(r, store_errmsg(db));
     signup_free(s);
 }
@@ -113,22 +119,24 @@ static void handle_signup(http_req *r, void *arg)
         http_json_text(s->body, "name", true, USERS_NAME_MAX, TEXT_LINE, &s->name, &e) ||
         http_json_str(s->body, "password", true, USERS_PASSWORD_MAX, &s->password, &e))
         goto bad;
-    if (!users_email_valid(s->email)) {
-        http_err_set(&e, 400, "invalid_value", "email", "email is not a valid address");
+    users_email em;
+    char why[160];
+    int rc = users_email_normalize(s->email, &em, why, sizeof why);
+    if (rc == USERS_INVALID) {
+        http_err_set(&e, 400, "invalid_value", "email", "%s", why);
         goto bad;
     }
     if (strlen(s->password) < USERS_PASSWORD_MIN) {
         http_err_set(&e, 400, "too_short", "password", "password must be at least %d bytes", USERS_PASSWORD_MIN);
         goto bad;
     }
-    /* Refuse a taken email before paying for the hash; the unique index
-     * still decides races. */
-    user u;
-    char hash[USERS_HASH_MAX];
-    int rc = users_find_by_email(db, s->email, &u, hash);
-    if (rc == USERS_OK) {
-        http_err_set(&e, 409, "email_taken", "email", "that email is already registered");
-        goto bad;
+    /* Refuse a taken or look-alike email before paying for the hash; the
+     * unique indexes still decide races. */
+    if (rc == USERS_OK) rc = users_email_taken(db, &em);
+    if (rc == USERS_DUPLICATE || rc == USERS_CONFUSABLE) {
+        signup_refuse_taken(r, rc);
+        signup_free(s);
+        return;
     }
     if (rc != USERS_NOT_FOUND) {
         http_send_db_error(r, store_errmsg(db));

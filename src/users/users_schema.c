@@ -25,9 +25,15 @@ static const store_migration users_steps[] = {
      " window_start_ms BIGINT NOT NULL,"
      " locked_until_ms BIGINT NOT NULL DEFAULT 0)",
      NULL},
+    /* E-mail addresses in normal form (users_email.c): display NFC,
+     * email_lower becomes the NFC case-folded key, email_skeleton the
+     * TR39 skeleton that look-alikes share (unique: see
+     * users_email_migrate, which fills both and makes the index). */
+    {21, "email_normal_form", "ALTER TABLE users ADD COLUMN email_skeleton TEXT", NULL},
 };
 
 int users_schema_add(store_schema *s)
 {
-    return store_schema_add(s, users_steps, sizeof users_steps / sizeof users_steps[0]);
+    if (store_schema_add(s, users_steps, sizeof users_steps / sizeof users_steps[0]) != 0) return -1;
+    return store_schema_add_fn(s, 21, users_email_migrate);
 }
