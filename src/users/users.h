@@ -91,17 +91,33 @@ int users_session_create(store *db, int64_t user_id, int64_t ttl_s, char token[U
 int users_session_check(store *db, const char *token, size_t len, int64_t *user_id);
 int users_session_delete(store *db, const char *token, size_t len);
 
-/* Sign-in limiter keyed by "account:EMAIL" or "addr:IP", shared by every
- * node through the database. */
+/* Sign-in limiter (users_limit.c) keyed by "account:KEY", "addr:IP" or,
+ * for a client that signed in before, "device:..." / "session:...",
+ * shared by every node through the database. Failures past max_failures
+ * make the key wait 1 s, 2 s, 4 s ... at most window_ms; the count is
+ * forgotten window_ms after the last failure. */
+#define USERS_LIMIT_KEY_MAX (USERS_EMAIL_KEY_MAX + 16)
 typedef struct users_limit {
     int64_t max_failures;
     int64_t window_ms;
 } users_limit;
-/* USERS_OK, or USERS_EXPIRED-style refusal: returns 1 and sets
- * *retry_after_s when the key is locked. */
+/* USERS_OK, or 1 with *retry_after_s while the key must wait. */
 int users_limit_check(store *db, const char *key, int64_t now_ms, int64_t *retry_after_s);
 int users_limit_fail(store *db, const char *key, int64_t now_ms, const users_limit *lim);
 int users_limit_reset(store *db, const char *key);
+
+/* Known devices: a successful sign-in hands the client a device token
+ * ("chd_..."; only its SHA-256 is stored), which it presents at later
+ * sign-ins (the chime_device cookie) so failures from elsewhere do not
+ * hold it back. */
+#define USERS_DEVICE_TTL_MS (365LL * 86400000) /* unseen this long: forgotten (the cleanup job) */
+int users_device_create(store *db, int64_t user_id, char token[USERS_TOKEN_MAX]);
+/* Whether a client proves it signed in to user_id before: a device token
+ * of that user, or a live session of that user (either may be NULL).
+ * USERS_OK with the limiter key the client is judged by alone,
+ * USERS_NOT_FOUND, or USERS_ERROR. */
+int users_device_known(store *db, int64_t user_id, const char *device, size_t device_len, const char *session,
+                       size_t session_len, char key[USERS_LIMIT_KEY_MAX]);
 
 /* Adds the users' schema steps (users_schema.c) to the one list. */
 int users_schema_add(store_schema *s);

@@ -1,5 +1,5 @@
-/* users_schema.c -- the users room's schema steps: accounts, sessions and
- * the sign-in limiter's failure records. See store.h for the rules of a
+/* users_schema.c -- the users room's schema steps: accounts, sessions,
+ * the sign-in limiter's failure records and known devices. See store.h for the rules of a
  * step (never edit or renumber one that has shipped). */
 #include "users/users.h"
 
@@ -30,6 +30,16 @@ static const store_migration users_steps[] = {
      * TR39 skeleton that look-alikes share (unique: see
      * users_email_migrate, which fills both and makes the index). */
     {21, "email_normal_form", "ALTER TABLE users ADD COLUMN email_skeleton TEXT", NULL},
+    /* Clients that signed in before (users_limit.c): the SHA-256 of the
+     * device token each was given. */
+    {22, "known_devices",
+     "CREATE TABLE known_devices ("
+     " token_hash TEXT PRIMARY KEY,"
+     " user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+     " created_ms BIGINT NOT NULL,"
+     " last_used_ms BIGINT NOT NULL);"
+     "CREATE INDEX known_devices_used ON known_devices(last_used_ms)",
+     NULL},
 };
 
 int users_schema_add(store_schema *s)
