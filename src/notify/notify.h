@@ -31,6 +31,7 @@
 #ifndef CHIME_NOTIFY_H
 #define CHIME_NOTIFY_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -85,6 +86,25 @@ void notify_on_calendar_change(void *arg, store *db);
 
 typedef enum notify_late_policy { NOTIFY_LATE_DELIVER, NOTIFY_LATE_SKIP } notify_late_policy;
 
+/* What the flood bounds held back, by reason (this process's counts, for
+ * /metrics): instances a series' reminder skipped for the minimum interval
+ * (counted once per fire that skipped some), deliveries recorded
+ * dropped_quota for the hourly and for the daily budget, read inbox rows
+ * the cleanup pruned for the cap. */
+typedef enum notify_reason {
+    NOTIFY_SUPPRESS_MIN_INTERVAL,
+    NOTIFY_SUPPRESS_HOUR_QUOTA,
+    NOTIFY_SUPPRESS_DAY_QUOTA,
+    NOTIFY_SUPPRESS_INBOX_CAP,
+    NOTIFY_SUPPRESS_N
+} notify_reason;
+typedef struct notify_counters {
+    _Atomic uint64_t suppressed[NOTIFY_SUPPRESS_N];
+} notify_counters;
+/* The reason's label on /metrics ("min_interval", "hour_quota", ...). */
+const char *notify_reason_name(notify_reason r);
+void notify_count(notify_counters *c, notify_reason r, uint64_t n);
+
 typedef struct notify_opts {
     const char *db_url;
     const char *node_id;     /* the lease owner name (the jobs scheduler's node id) */
@@ -100,6 +120,13 @@ typedef struct notify_opts {
     int64_t lease_ttl_ms;    /* group lease length (default 15000) */
     int64_t heartbeat_ms;    /* renew/rebalance period (default 5000) */
     struct channels *channels; /* webhook and email senders (borrowed) */
+    /* Flood bounds (issue 25): a series' reminder fires at most once per
+     * min_interval_ms (0: off); a recipient gets at most budget_hour
+     * deliveries per clock hour and budget_day per UTC day (0: no
+     * limit), the rest recorded dropped_quota (notify_budget.c). */
+    int64_t min_interval_ms;
+    int64_t budget_hour, budget_day;
+    notify_counters *counters; /* borrowed; NULL: not counted */
 } notify_opts;
 
 typedef struct notify_engine notify_engine;

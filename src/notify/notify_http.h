@@ -6,6 +6,7 @@
  * (base_id_conceal): it looks like every other id and tells nobody how
  * many deliveries the server has made.
  *     GET  /v1/admin/deliveries?state=S             outbox rows (admin)
+ *     GET  /v1/me/deliveries?state=S                the user's own, in an end state
  */
 #ifndef CHIME_NOTIFY_HTTP_H
 #define CHIME_NOTIFY_HTTP_H

@@ -147,6 +147,20 @@ notify_chan notify_chan_of(const char *name);
  * when cut short, to be called again at once. */
 bool notify_claim_all(notify_engine *e, store *db, int64_t *next_beat);
 
+/* ---- notify_budget.c: each recipient's deliveries per hour and day ------- */
+
+/* A claim's ask for one recipient: want deliveries, the latest due at
+ * due_ms; the answer: kept of them granted, and whether the daily budget
+ * (else the hourly) is what ran out. */
+typedef struct notify_budget_req {
+    int64_t user_id, due_ms;
+    int want, kept;
+    bool by_day;
+} notify_budget_req;
+bool notify_budget_on(const notify_engine *e);
+/* Inside the claim's transaction; sorts reqs by user. */
+int notify_budget_take(notify_engine *e, store *db, notify_budget_req *reqs, size_t n);
+
 /* ---- notify_scan.c: the scanner thread and the group leases -------------- */
 
 void notify_heartbeat_if_due(notify_engine *e, store *db, int64_t *next_beat);
