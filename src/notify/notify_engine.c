@@ -25,10 +25,12 @@
  *   notify_queue.c    the timer heap and the table of sends in flight
  *   notify_scan.c     the scanner thread: leases, outbox takeover
  *   notify_claim.c    claiming due reminder rows (both backends' SQL)
+ *   notify_budget.c   each recipient's deliveries per hour and day (claims)
  *   notify_engine.c   this: lifecycle, workers, connections
  *   notify_inapp.c    in-app delivery to the inbox
  *   notify_send.c     webhook and email sends, their answers, the holds
  *   notify_payload.c  the webhook body and the email text
+ *   notify_cleanup.c  the notify.cleanup job: the inbox cap
  * and in store/: store_gate.c (the SQLite write lock), store_checkpoint.c
  * (the WAL checkpointer). */
 #include "notify/notify_int.h"
