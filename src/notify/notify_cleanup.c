@@ -13,7 +13,6 @@
 #include <stdint.h>
 
 #include "base/base.h"
-#include "cluster/lease.h"
 
 #define NOTIFY_CLEANUP_USERS 500
 
@@ -33,34 +32,14 @@ static int over_cap(store *db, int64_t cap, int64_t after, int64_t *users, int *
     return rc == STORE_DONE || rc == STORE_ROW ? STORE_OK : rc;
 }
 
-/* One user's read rows older than its newest cap rows go. */
+/* One user's read rows older than its newest cap rows go: one fenced
+ * statement ($1 the user, $2 the cap; should it delete exactly cap rows,
+ * jobs_run_batches runs it again, which deletes nothing). */
 static int prune_user(jobs_run *r, int64_t user, int64_t cap, int64_t *pruned)
 {
-    store *db = jobs_run_db(r);
-    int rc = jobs_run_fence_begin(r, NULL);
-    if (rc != LEASE_OK) {
-        jobs_run_errorf(r, rc == LEASE_LOST ? "fenced off: the lease moved on" : "database: %s", store_errmsg(db));
-        return -1;
-    }
-    store_stmt *st = store_prepare(db, "DELETE FROM notifications WHERE user_id = $1 AND read = 1 AND seq < "
-                                       "(SELECT min(seq) FROM (SELECT seq FROM notifications WHERE user_id = $1 "
-                                       "ORDER BY seq DESC LIMIT $2) newest)");
-    store_bind_int64(st, 1, user);
-    store_bind_int64(st, 2, cap);
-    rc = store_step(st);
-    int64_t n = rc == STORE_DONE ? store_changes(st) : 0;
-    store_reset(st);
-    if (rc != STORE_DONE) {
-        jobs_run_errorf(r, "database: %s", store_errmsg(db));
-        jobs_run_fence_abort(r);
-        return -1;
-    }
-    if (jobs_run_fence_end(r) != 0) {
-        jobs_run_errorf(r, "commit: %s", store_errmsg(db));
-        return -1;
-    }
-    *pruned += n;
-    return 0;
+    return jobs_run_batches(r, "DELETE FROM notifications WHERE user_id = $1 AND read = 1 AND seq < "
+                               "(SELECT min(seq) FROM (SELECT seq FROM notifications WHERE user_id = $1 "
+                               "ORDER BY seq DESC LIMIT $2) newest)", user, cap, pruned);
 }
 
 /* Every user over the cap, pruned in user order. */

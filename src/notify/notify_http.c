@@ -309,37 +309,35 @@ static void send_deliveries(http_req *r, store *db, store_stmt *st, const char *
     http_send_json(r, 200, json_pack("{s:o}", "items", items));
 }
 
-/* Admin: every user's rows in a state, newest first. */
-static void handle_deliveries(http_req *r, void *arg)
+/* Outbox rows in a state, newest first: the admin sees every user's
+ * (GET /v1/admin/deliveries); a user sees their own in an end state
+ * (GET /v1/me/deliveries) -- how they learn that reminders were dropped
+ * for the delivery budget, dead-lettered or missed. */
+static void list_deliveries(http_req *r, notify_http *n, bool mine)
 {
-    notify_http *n = arg;
     store *db = store_pool_at(n->dbs, r->loop);
     char state[16];
     int64_t limit;
-    if (!query_state(r, false, state) || !query_limit(r, NOTIFY_PAGE_DEFAULT, NOTIFY_PAGE_MAX, &limit)) return;
+    if (!query_state(r, mine, state) || !query_limit(r, NOTIFY_PAGE_DEFAULT, NOTIFY_PAGE_MAX, &limit)) return;
     bool ended = strcmp(state, "pending") != 0 && strcmp(state, "done") != 0;
-    store_stmt *st = store_prepare(db, ended ? DELIVERY_COLS ENDED " ORDER BY updated_ms DESC, id LIMIT $2"
-                                             : DELIVERY_COLS "true ORDER BY updated_ms DESC, id LIMIT $2");
+    store_stmt *st = store_prepare(
+        db, mine    ? DELIVERY_COLS "user_id = $3 AND " ENDED " ORDER BY updated_ms DESC, id LIMIT $2"
+            : ended ? DELIVERY_COLS ENDED " ORDER BY updated_ms DESC, id LIMIT $2"
+                    : DELIVERY_COLS "true ORDER BY updated_ms DESC, id LIMIT $2");
     store_bind_str(st, 1, state);
     store_bind_int64(st, 2, limit);
-    send_deliveries(r, db, st, state, true);
+    if (mine) store_bind_int64(st, 3, r->user_id);
+    send_deliveries(r, db, st, state, !mine);
 }
 
-/* The signed-in user's own rows in an end state: how a user learns that
- * reminders were dropped for the delivery budget (or dead-lettered, or
- * missed), newest first. */
+static void handle_deliveries(http_req *r, void *arg)
+{
+    list_deliveries(r, arg, false);
+}
+
 static void handle_my_deliveries(http_req *r, void *arg)
 {
-    notify_http *n = arg;
-    store *db = store_pool_at(n->dbs, r->loop);
-    char state[16];
-    int64_t limit;
-    if (!query_state(r, true, state) || !query_limit(r, NOTIFY_PAGE_DEFAULT, NOTIFY_PAGE_MAX, &limit)) return;
-    store_stmt *st = store_prepare(db, DELIVERY_COLS "user_id = $3 AND " ENDED " ORDER BY updated_ms DESC, id LIMIT $2");
-    store_bind_str(st, 1, state);
-    store_bind_int64(st, 2, limit);
-    store_bind_int64(st, 3, r->user_id);
-    send_deliveries(r, db, st, state, false);
+    list_deliveries(r, arg, true);
 }
 
 void notify_http_register(notify_http *n, http_server *s)

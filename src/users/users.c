@@ -130,14 +130,20 @@ int users_count(store *db, int64_t *out)
     return store_query_int64(db, "SELECT COUNT(*) FROM users", out) == STORE_ROW ? USERS_OK : USERS_ERROR;
 }
 
-int users_session_create(store *db, int64_t user_id, int64_t ttl_s, char token[USERS_TOKEN_MAX])
+void users_token_new(const char prefix[5], char token[USERS_TOKEN_MAX], char hash[65])
 {
     unsigned char raw[32];
-    char hash[65];
     base_random(raw, sizeof raw);
-    memcpy(token, "chm_", 4);
+    memcpy(token, prefix, 4);
     sodium_bin2base64(token + 4, USERS_TOKEN_MAX - 4, raw, sizeof raw, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
     base_sha256_hex(token, strlen(token), hash);
+    sodium_memzero(raw, sizeof raw);
+}
+
+int users_session_create(store *db, int64_t user_id, int64_t ttl_s, char token[USERS_TOKEN_MAX])
+{
+    char hash[65];
+    users_token_new("chm_", token, hash);
     int64_t now = base_now_ms();
     store_stmt *st = store_prepare(
         db, "INSERT INTO sessions (token_hash, user_id, created_ms, expires_ms) VALUES ($1, $2, $3, $4)");

@@ -85,6 +85,10 @@ int users_count(store *db, int64_t *out);
  * *id, USERS_NOT_FOUND, or USERS_ERROR. */
 int users_resolve(store *db, const char *ref, int64_t *id);
 
+/* A new secret token, prefix ("chm_", "chd_") and 32 random bytes in
+ * URL-safe base64, and its SHA-256 (what is stored). */
+void users_token_new(const char prefix[5], char token[USERS_TOKEN_MAX], char hash[65]);
+
 /* Sessions: the token is returned once and only its SHA-256 is stored. */
 int users_session_create(store *db, int64_t user_id, int64_t ttl_s, char token[USERS_TOKEN_MAX]);
 /* USERS_OK with *user_id, USERS_NOT_FOUND, or USERS_EXPIRED (then deleted). */

@@ -13,7 +13,6 @@
  * hold the owner back. */
 #include "users/users.h"
 
-#include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -85,12 +84,8 @@ int users_limit_reset(store *db, const char *key)
 
 int users_device_create(store *db, int64_t user_id, char token[USERS_TOKEN_MAX])
 {
-    unsigned char raw[32];
     char hash[65];
-    base_random(raw, sizeof raw);
-    memcpy(token, "chd_", 4);
-    sodium_bin2base64(token + 4, USERS_TOKEN_MAX - 4, raw, sizeof raw, sodium_base64_VARIANT_URLSAFE_NO_PADDING);
-    base_sha256_hex(token, strlen(token), hash);
+    users_token_new("chd_", token, hash);
     int64_t now = base_now_ms();
     store_stmt *st = store_prepare(db, "INSERT INTO known_devices (token_hash, user_id, created_ms, last_used_ms) "
                                        "VALUES ($1, $2, $3, $3)");

@@ -172,6 +172,25 @@ class TestBudgetDefault(FloodTest):
         self.assertTrue(wait_for(lambda: len(self.inbox()) == 1000, timeout=20))
 
 
+class TestDayBudgetDefault(FloodTest):
+    """The default daily budget, 10000: the user's count for today stands
+    at 9998 (written straight into the budget row, as 9998 earlier
+    deliveries would have left it); of three more reminders two go out."""
+    server_args = FAST
+
+    def test_default_day_budget(self):
+        start = soon(3)
+        now_ms = start * 1000
+        uid = int(self.user["id"], 16)
+        sql(self.server.db, "INSERT INTO delivery_budget (user_id, hour_ms, hour_n, day_ms, day_n, asked, kept) "
+            "VALUES (%d, %d, 0, %d, 9998, 0, 0)" % (uid, now_ms - now_ms % 3600000, now_ms - now_ms % 86400000))
+        for i in range(3):
+            self.event(start, summary="d%d" % i)
+        self.assertTrue(wait_for(lambda: len(self.dropped()) == 1, timeout=15), self.dropped())
+        self.assertTrue(wait_for(lambda: len(self.inbox()) == 2, timeout=10))
+        self.assertIn("day", self.dropped()[0]["last_error"])
+
+
 class TestInboxCap(FloodTest):
     server_args = FAST + ["--inbox-max-per-user", "3"]
 
