@@ -137,6 +137,10 @@ bool notify_budget_on(const notify_engine *e)
 int notify_budget_take(notify_engine *e, store *db, notify_budget_req *reqs, size_t n)
 {
     if (n == 0) return STORE_OK;
+    /* In user order, so concurrent claims on several nodes lock the
+     * recipients' rows in one order (no deadlock); the only rows two
+     * claims share are these, their reminder rows being in disjoint
+     * shards. */
     qsort(reqs, n, sizeof *reqs, by_user);
     for (size_t i = 0; i < n; i++) reqs[i].kept = 0; /* a row the answer lacks gets nothing */
     return store_backend_of(db) == STORE_PG ? budget_pg(e, db, reqs, n) : budget_sqlite(e, db, reqs, n);
