@@ -13,11 +13,10 @@ without limit.
 - /metrics counts each by reason."""
 import re
 import time
-import uuid
 
-from chime import BACKEND, Server, ServerTest, main
+from chime import BACKEND, main
 from test_jobs import sql, wait_for
-from test_reminders import FAST, iso, ms_of, soon
+from test_reminders import FAST, ReminderTest, iso, ms_of, soon
 
 
 def suppressed(server, reason):
@@ -25,14 +24,8 @@ def suppressed(server, reason):
     return int(m.group(1)) if m else None
 
 
-class FloodTest(ServerTest):
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.admin, cls.admin_token = cls.server.new_user()
-
-    def setUp(self):
-        self.user, self.token = self.server.new_user()
+class FloodTest(ReminderTest):
+    """An admin for the class, a user for each test (ReminderTest's)."""
 
     def event(self, start, token=None, reminders=None, **kw):
         body = dict(summary=kw.pop("summary", "x"), start={"date_time": iso(start)},
