@@ -17,8 +17,13 @@ static void check_fields(const json_t *obj)
     int64_t i;
     bool present;
     http_json_only(obj, fields, &e);
-    if (http_json_str(obj, "email", true, 254, &s, &e) == 0 && s) users_email_valid(s);
-    http_json_str(obj, "name", false, 200, &s, &e);
+    if (http_json_str(obj, "email", true, 254, &s, &e) == 0 && s) {
+        users_email em;
+        char why[160];
+        users_email_valid(s);
+        users_email_normalize(s, &em, why, sizeof why);
+    }
+    http_json_text(obj, "name", false, 200, TEXT_LINE, &s, &e);
     http_json_int(obj, "count", false, -5, 5000, &i, &present, &e);
 }
 

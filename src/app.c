@@ -52,6 +52,24 @@ static double gauge_users(void *arg, int loop)
     return users_count(store_pool_at(a->dbs, loop), &n) == USERS_OK ? (double)n : -1;
 }
 
+/* chime_reminders_suppressed_total{reason=...}: arg is the counter. */
+static double gauge_suppressed(void *arg, int loop)
+{
+    (void)loop;
+    return (double)atomic_load_explicit((_Atomic uint64_t *)arg, memory_order_relaxed);
+}
+
+static void suppressed_gauges(app *a, http_server *s)
+{
+    for (int r = 0; r < NOTIFY_SUPPRESS_N; r++) {
+        char name[64];
+        snprintf(name, sizeof name, "chime_reminders_suppressed_total{reason=\"%s\"}", notify_reason_name(r));
+        http_gauge(s, name, "What the flood bounds held back on this node: instances a series' reminder skipped for "
+                   "--reminder-min-interval, deliveries dropped for a budget, read inbox rows pruned for the cap.",
+                   gauge_suppressed, &a->suppressed.suppressed[r]);
+    }
+}
+
 /* The chat and its WebSocket gateway: the hub hooks into the loops. */
 static int chat_setup(app *a, http_server *s)
 {
@@ -96,6 +114,7 @@ http_server *app_http_new(app *a)
     http_server_on_loop(s, loop_db_open, loop_db_close, a);
     http_route(s, HTTP_GET, "/healthz", handle_healthz, a, 0);
     http_gauge(s, "chime_users_registered", "Registered user accounts.", gauge_users, a);
+    suppressed_gauges(a, s);
     users_http_register(a->users, s);
     a->sync = (notify_sync_opts){.tz = a->tz, .shards = (int)a->cfg.reminder_shards};
     a->cal = (cal_http){.dbs = a->dbs, .tz = a->tz};
@@ -185,6 +204,11 @@ static int register_jobs(app *a)
                      .handler = chat_cleanup_job, .arg = &a->chat_cleanup, .enabled = true,
                      .misfire = JOBS_MISFIRE_RUN_ONCE, .max_run_ms = 5 * 60000};
     if (jobs_register(a->jobs, &chat, err, sizeof err) != 0) goto fail;
+    a->notify_cleanup = (notify_cleanup_opts){.inbox_max = a->cfg.inbox_max_per_user, .counters = &a->suppressed};
+    jobs_def inbox = {.name = "notify.cleanup", .schedule = "15 */10 * * * *", .time_zone = "UTC",
+                      .handler = notify_cleanup_job, .arg = &a->notify_cleanup, .enabled = true,
+                      .misfire = JOBS_MISFIRE_RUN_ONCE, .max_run_ms = 5 * 60000};
+    if (jobs_register(a->jobs, &inbox, err, sizeof err) != 0) goto fail;
     if (a->cfg.test_tick_job >= 0) {
         /* Late by under a minute: every missed tick is run in turn. */
         jobs_def tick = {.name = "tick", .schedule = "* * * * * *", .time_zone = "UTC",
@@ -266,7 +290,9 @@ int app_notify_start(app *a)
                      .workers = (int)a->cfg.delivery_workers, .max_attempts = (int)a->cfg.delivery_max_attempts,
                      .backoff_ms = a->cfg.delivery_backoff, .lease_ttl_ms = a->cfg.lease_ttl,
                      .heartbeat_ms = a->cfg.lease_heartbeat, .channels = a->channels,
-                     .on_inbox = push_reminders, .on_inbox_arg = a};
+                     .on_inbox = push_reminders, .on_inbox_arg = a,
+                     .min_interval_ms = a->cfg.reminder_min_interval, .budget_hour = a->cfg.deliveries_per_user_hour,
+                     .budget_day = a->cfg.deliveries_per_user_day, .counters = &a->suppressed};
     a->notify = notify_engine_new(&o);
     if (!a->notify || notify_engine_start(a->notify) != 0) {
         app_notify_stop(a);

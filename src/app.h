@@ -17,6 +17,7 @@
 #include "jobs/jobs.h"
 #include "jobs/jobs_http.h"
 #include "notify/notify.h"
+#include "notify/notify_cleanup.h"
 #include "notify/notify_http.h"
 #include "notify/webhooks_http.h"
 #include "store/store_pool.h"
@@ -55,11 +56,15 @@ typedef struct app {
     jobs_scheduler *scheduler;
     users_cleanup_opts cleanup;
     chat_cleanup_opts chat_cleanup;
+    notify_cleanup_opts notify_cleanup;
     /* Outbound webhooks and email; app_channels_start makes it. */
     struct channels *channels;
     /* Reminders: the scanner and delivery workers (they send through
      * channels). */
     notify_engine *notify;
+    /* What the flood bounds held back (the engine and notify.cleanup
+     * count, /metrics reads): the app's, so it outlives both. */
+    notify_counters suppressed;
 } app;
 
 /* Claims the node's id (--node-id, or the first free "<host>-N") into

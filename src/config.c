@@ -68,6 +68,14 @@ static const opt_def opts[] = {
         "micro-shards of the reminders, by organizer; keep it fixed for a database (default 1024)"),
     NUM("reminder-window", reminder_window, OPT_INT, 10, 60000,
         "ms ahead that the scanner claims due reminders into its timer (default 2000)"),
+    NUM("reminder-min-interval", reminder_min_interval, OPT_MS, 0, 7LL * 86400000,
+        "seconds: a series' reminder fires at most this often, skipping instances in between; 0 = off (default 300)"),
+    NUM("deliveries-per-user-hour", deliveries_per_user_hour, OPT_INT, 0, 1000000000,
+        "deliveries a user may get per hour; more are recorded dropped_quota; 0 = no limit (default 1000)"),
+    NUM("deliveries-per-user-day", deliveries_per_user_day, OPT_INT, 0, 1000000000,
+        "deliveries a user may get per day (UTC); more are recorded dropped_quota; 0 = no limit (default 10000)"),
+    NUM("inbox-max-per-user", inbox_max_per_user, OPT_INT, 0, 1000000000,
+        "in-app inbox rows kept per user: the cleanup prunes the oldest read ones; 0 = no cap (default 10000)"),
     NUM("delivery-workers", delivery_workers, OPT_INT, 1, 64, "reminder delivery threads (default 2)"),
     NUM("delivery-max-attempts", delivery_max_attempts, OPT_INT, 1, 100,
         "attempts before a delivery is dead-lettered (default 8)"),
@@ -125,6 +133,10 @@ void config_defaults(chime_config *c)
     strcpy(c->reminder_late_policy, "deliver");
     c->reminder_shards = 1024;
     c->reminder_window = 2000;
+    c->reminder_min_interval = 300000;
+    c->deliveries_per_user_hour = 1000;
+    c->deliveries_per_user_day = 10000;
+    c->inbox_max_per_user = 10000;
     c->delivery_workers = 2;
     c->delivery_max_attempts = 8;
     c->delivery_backoff = 1000;

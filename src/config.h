@@ -35,6 +35,10 @@ typedef struct chime_config {
     char reminder_late_policy[16];/* deliver | skip */
     int64_t reminder_shards;
     int64_t reminder_window;      /* ms ahead a scan claims */
+    int64_t reminder_min_interval;/* ms: a series' reminder fires at most this often (0: off) */
+    int64_t deliveries_per_user_hour; /* budget per recipient (0: none) */
+    int64_t deliveries_per_user_day;
+    int64_t inbox_max_per_user;   /* inbox rows kept per user (0: no cap) */
     int64_t delivery_workers;
     int64_t delivery_max_attempts;
     int64_t delivery_backoff;     /* ms before the first retry */

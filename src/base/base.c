@@ -62,6 +62,56 @@ void base_id_format(int64_t id, char buf[17])
     buf[16] = '\0';
 }
 
+/* One round's function: 32 bits of SipHash of (round, half). */
+static uint32_t feistel_f(const unsigned char *key, uint32_t round, uint32_t half)
+{
+    unsigned char in[8], out[crypto_shorthash_BYTES];
+    memcpy(in, &round, 4);
+    memcpy(in + 4, &half, 4);
+    crypto_shorthash(out, in, sizeof in, key);
+    uint32_t v;
+    memcpy(&v, out, 4);
+    return v;
+}
+
+static uint64_t feistel(const unsigned char *key, uint64_t x, bool inverse)
+{
+    uint32_t l = (uint32_t)(x >> 32), r = (uint32_t)x;
+    for (uint32_t i = 0; i < 4; i++) {
+        if (!inverse) {
+            uint32_t t = r;
+            r = l ^ feistel_f(key, i, r);
+            l = t;
+        } else {
+            uint32_t t = l;
+            l = r ^ feistel_f(key, 3 - i, l);
+            r = t;
+        }
+    }
+    return (uint64_t)l << 32 | r;
+}
+
+/* Cycle-walking: the permutation of 64-bit values, applied again until
+ * the result is a valid id, is a permutation of the valid ids. */
+static int64_t id_walk(const unsigned char *key, int64_t n, bool inverse)
+{
+    _Static_assert(BASE_ID_KEY_LEN == crypto_shorthash_KEYBYTES, "SipHash key");
+    uint64_t x = (uint64_t)n;
+    do x = feistel(key, x, inverse);
+    while (x == 0 || x > INT64_MAX);
+    return (int64_t)x;
+}
+
+int64_t base_id_conceal(const unsigned char key[BASE_ID_KEY_LEN], int64_t n)
+{
+    return n > 0 ? id_walk(key, n, false) : 0;
+}
+
+int64_t base_id_reveal(const unsigned char key[BASE_ID_KEY_LEN], int64_t id)
+{
+    return id > 0 ? id_walk(key, id, true) : 0;
+}
+
 int base_id_parse(const char *s, size_t len, int64_t *id)
 {
     uint64_t v = 0;

@@ -22,6 +22,15 @@ void base_id_format(int64_t id, char buf[17]);
 /* Returns 0 and sets *id, or -1 when s is not a well-formed id. */
 int base_id_parse(const char *s, size_t len, int64_t *id);
 
+/* A counter shown as an id: a keyed permutation (a four-round Feistel
+ * network on SipHash-2-4) of [1, 2^63) onto itself, so n from a sequence
+ * becomes an id that looks like base_id_new's -- no order, no count --
+ * and base_id_reveal gives n back. key: 16 bytes, kept secret and the
+ * same on every node. */
+#define BASE_ID_KEY_LEN 16
+int64_t base_id_conceal(const unsigned char key[BASE_ID_KEY_LEN], int64_t n);
+int64_t base_id_reveal(const unsigned char key[BASE_ID_KEY_LEN], int64_t id);
+
 void base_random(void *buf, size_t len);
 /* Lowercase hex of len bytes into out (2*len+1 bytes). */
 void base_hex(const unsigned char *in, size_t len, char *out);

@@ -22,6 +22,7 @@
 #include <strings.h>
 
 #include "base/base.h"
+#include "base/text.h"
 #include "calendar/cal_ical.h"
 #include "time/rrule.h"
 
@@ -220,6 +221,23 @@ static char *text_prop(const ical_comp *c, const char *name, size_t max)
         s[n] = '\0';
     }
     return s;
+}
+
+/* A TEXT property stored by the API's rule (base/text.h): a line break
+ * in a one-line field becomes a space (producers write multi-line
+ * LOCATIONs: refusing them would refuse their files); any other control
+ * the field may not hold refuses the file, naming the line. The property
+ * is optional: *out stays NULL without it. */
+static int text_field(ical_reader *r, const ical_comp *c, const char *name, size_t max, text_kind kind, char **out)
+{
+    *out = text_prop(c, name, max);
+    if (!*out) return 0;
+    if (kind == TEXT_LINE)
+        for (char *p = *out; *p; p++)
+            if (*p == '\n') *p = ' ';
+    uint32_t cp;
+    if (text_find_control(*out, strlen(*out), kind, &cp) < 0) return 0;
+    return fail(r, ical_prop_get(c, name)->line, "%s: control character U+%04X", name, (unsigned)cp);
 }
 
 /* RFC 5545 3.3.6 DURATION: [+-]P(nW | nD [T...] | T nH nM nS). Sets days
@@ -481,12 +499,16 @@ static int read_vevent(ical_reader *r, vevent *v)
     /* The stored (unescaped) length is what is bounded: it is what an export
      * escapes again, perhaps longer than the file had it. */
     if (strlen(e->ical_uid) > CAL_UID_MAX) return fail(r, uid->line, "UID: longer than %d bytes", CAL_UID_MAX);
+    uint32_t cp;
+    if (text_find_control(e->ical_uid, strlen(e->ical_uid), TEXT_IDENT, &cp) >= 0)
+        return fail(r, uid ? uid->line : c->line, "UID: control character U+%04X", (unsigned)cp);
     v->rid = ical_prop_get(c, "RECURRENCE-ID");
     int rc = read_times(r, v);
     if (rc != READ_OK) return rc;
-    e->summary = text_prop(c, "SUMMARY", CAL_SUMMARY_MAX);
-    e->description = text_prop(c, "DESCRIPTION", CAL_DESCRIPTION_MAX);
-    e->location = text_prop(c, "LOCATION", CAL_LOCATION_MAX);
+    if (text_field(r, c, "SUMMARY", CAL_SUMMARY_MAX, TEXT_LINE, &e->summary) != 0 ||
+        text_field(r, c, "DESCRIPTION", CAL_DESCRIPTION_MAX, TEXT_MULTILINE, &e->description) != 0 ||
+        text_field(r, c, "LOCATION", CAL_LOCATION_MAX, TEXT_LINE, &e->location) != 0)
+        return READ_FAIL;
     const ical_prop *st = ical_prop_get(c, "STATUS");
     snprintf(e->status, sizeof e->status, "%s",
              st && strcasecmp(st->value, "CANCELLED") == 0   ? "cancelled"

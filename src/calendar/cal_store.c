@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "users/users.h"
 
 const char *cal_response_name(cal_response r)
 {
@@ -791,17 +792,23 @@ int cal_calendar_events(store *db, int64_t calendar_id, cal_listing *l)
     return overrides_read(st, l);
 }
 
+/* By email: the users' rule (normal form, any case; users_find_by_email),
+ * so an attendee is the account its address looks like, never a
+ * look-alike of it. */
 int cal_user_lookup(store *db, const char *email, int64_t id, int64_t *out_id, char *email_out, size_t size)
 {
-    char lower[256];
-    size_t i = 0;
-    for (; email && email[i] && i + 1 < sizeof lower; i++)
-        lower[i] = (char)(email[i] >= 'A' && email[i] <= 'Z' ? email[i] + 32 : email[i]);
-    lower[i] = '\0';
-    store_stmt *st = store_prepare(db, email ? "SELECT id, email FROM users WHERE email_lower = $1"
-                                             : "SELECT id, email FROM users WHERE id = $1");
-    if (email) store_bind_str(st, 1, lower);
-    else store_bind_int64(st, 1, id);
+    if (email) {
+        users_account u;
+        char hash[USERS_HASH_MAX];
+        int urc = users_find_by_email(db, email, &u, hash);
+        if (urc == USERS_OK) {
+            *out_id = u.id;
+            snprintf(email_out, size, "%s", u.email);
+        }
+        return urc == USERS_OK ? CAL_OK : urc == USERS_NOT_FOUND ? CAL_NOT_FOUND : CAL_ERROR;
+    }
+    store_stmt *st = store_prepare(db, "SELECT id, email FROM users WHERE id = $1");
+    store_bind_int64(st, 1, id);
     int rc = store_step(st);
     if (rc == STORE_ROW) {
         *out_id = store_col_int64(st, 0);

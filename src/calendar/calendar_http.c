@@ -92,7 +92,7 @@ static void handle_calendar_create(http_req *r, void *arg)
     const char *summary, *zone;
     json_t *body = http_json_body(r, &e);
     if (!body || http_json_only(body, fields, &e) ||
-        http_json_str(body, "summary", true, CAL_SUMMARY_MAX, &summary, &e) ||
+        http_json_text(body, "summary", true, CAL_SUMMARY_MAX, TEXT_LINE, &summary, &e) ||
         http_json_str(body, "time_zone", false, CAL_ZONE_MAX - 1, &zone, &e))
         goto bad;
     if (!zone) zone = "UTC";
@@ -210,13 +210,11 @@ bad:
     http_send_err(r, &e);
 }
 
-/* Loads {id} for the viewer: 404 for strangers, 403 when the organizer is
- * needed and the viewer only attends. Answers on failure. */
-static bool load_event(cal_req *c, cal_event *ev, bool need_organizer)
+/* Loads event id for the viewer: 404 for strangers, 403 when the
+ * organizer is needed and the viewer only attends. Answers on failure. */
+static bool load_event_id(cal_req *c, int64_t id, cal_event *ev, bool need_organizer)
 {
-    int64_t id;
     bool org;
-    if (!param_id(c, 0, &id, "event")) return false;
     int rc = cal_event_load(c->db, c->me, id, ev, &org);
     if (rc == CAL_NOT_FOUND) {
         not_found(c, "event");
@@ -234,6 +232,13 @@ static bool load_event(cal_req *c, cal_event *ev, bool need_organizer)
     return true;
 }
 
+/* The same for the path's {id}. */
+static bool load_event(cal_req *c, cal_event *ev, bool need_organizer)
+{
+    int64_t id;
+    return param_id(c, 0, &id, "event") && load_event_id(c, id, ev, need_organizer);
+}
+
 /* If-Match: the etag the client last saw must be the current one. */
 static bool etag_matches(cal_req *c, const cal_event *ev)
 {
@@ -249,9 +254,20 @@ static bool etag_matches(cal_req *c, const cal_event *ev)
     return false;
 }
 
+static void get_instance(cal_req *c, const http_str *id, const http_str *key);
+
+/* {id} may also be an instance id from a listing, {event}_{original
+ * start}: clients follow the ids they are shown (Google Calendar answers
+ * them the same way). */
 static void handle_event_get(http_req *r, void *arg)
 {
     cal_req c = cal_req_of(arg, r);
+    const char *us = memchr(r->params[0].ptr, '_', r->params[0].len);
+    if (us) {
+        http_str id = {r->params[0].ptr, (size_t)(us - r->params[0].ptr)};
+        http_str key = {us + 1, r->params[0].len - id.len - 1};
+        return get_instance(&c, &id, &key);
+    }
     cal_event ev;
     if (!load_event(&c, &ev, false)) return;
     send_event(&c, 200, &ev);
@@ -446,18 +462,24 @@ typedef struct cal_instance {
     int64_t original_ms, original_local;
 } cal_instance;
 
-/* Loads the series and checks {original_start} names one of its instances
- * (or an existing override). Answers on failure. */
-static bool load_instance(cal_req *c, cal_instance *in)
+/* Loads the series id and checks key (an original start) names one of
+ * its instances (or an existing override). Answers on failure. */
+static bool load_instance_at(cal_req *c, const http_str *id_text, const http_str *key, bool need_organizer,
+                             cal_instance *in)
 {
     char msg[160];
-    if (!load_event(c, &in->ev, true)) return false;
+    int64_t id;
+    if (base_id_parse(id_text->ptr, id_text->len, &id) != 0) {
+        not_found(c, "instance");
+        return false;
+    }
+    if (!load_event_id(c, id, &in->ev, need_organizer)) return false;
     if (cal_series_init(&in->series, &in->ev, c->tz, msg, sizeof msg) != 0 || !in->series.recurring) {
         cal_event_free(&in->ev);
         not_found(c, "instance");
         return false;
     }
-    in->original_ms = cal_parse_instance_key(&in->series, c->r->params[1].ptr, c->r->params[1].len);
+    in->original_ms = cal_parse_instance_key(&in->series, key->ptr, key->len);
     cal_override o;
     bool exists = in->original_ms >= 0 &&
                   (cal_series_has_instance(&in->series, in->original_ms, &in->original_local) ||
@@ -470,6 +492,12 @@ static bool load_instance(cal_req *c, cal_instance *in)
         return false;
     }
     return true;
+}
+
+/* The instance the path's {id} and {original_start} name, for its organizer. */
+static bool load_instance(cal_req *c, cal_instance *in)
+{
+    return load_instance_at(c, &c->r->params[0], &c->r->params[1], true, in);
 }
 
 static void send_instance(cal_req *c, cal_instance *in, const cal_override *o)
@@ -493,8 +521,9 @@ static int override_apply(cal_req *c, cal_instance *in, const json_t *body, cal_
     const char *names[] = {"summary", "description", "location"};
     char **dst[] = {&o->summary, &o->description, &o->location};
     size_t max[] = {CAL_SUMMARY_MAX, CAL_DESCRIPTION_MAX, CAL_LOCATION_MAX};
+    text_kind kinds[] = {TEXT_LINE, TEXT_MULTILINE, TEXT_LINE};
     for (int i = 0; i < 3; i++) {
-        if (http_json_str(body, names[i], false, max[i], &s, e) != 0) return -1;
+        if (http_json_text(body, names[i], false, max[i], kinds[i], &s, e) != 0) return -1;
         if (s) {
             free(*dst[i]);
             *dst[i] = strdup(s);
@@ -657,6 +686,24 @@ static void handle_instance_patch(http_req *r, void *arg)
         cal_override_free(&o);
     }
     json_decref(body);
+    cal_event_free(&in.ev);
+}
+
+/* GET of an instance id: for anyone who may see the event. */
+static void get_instance(cal_req *c, const http_str *id, const http_str *key)
+{
+    cal_instance in;
+    if (!load_instance_at(c, id, key, false, &in)) return;
+    cal_override o;
+    int rc = cal_override_load(c->db, in.ev.id, in.original_ms, &o);
+    if (rc == CAL_OK) {
+        send_instance(c, &in, &o);
+        cal_override_free(&o);
+    } else if (rc == CAL_NOT_FOUND) {
+        send_instance(c, &in, NULL);
+    } else {
+        cal_req_db_error(c);
+    }
     cal_event_free(&in.ev);
 }
 

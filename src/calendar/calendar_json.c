@@ -11,6 +11,7 @@
 #include "http/jsonw.h"
 #include "time/rfc3339.h"
 #include "time/rrule.h"
+#include "users/users.h"
 
 /* ---- times -------------------------------------------------------------- */
 
@@ -238,6 +239,18 @@ int cal_json_reminders(const json_t *arr, const char *field, cal_reminder *out, 
     return 0;
 }
 
+/* An attendee's address goes through the users' rule: one nobody could
+ * register (an invisible character, say) is refused, naming it. */
+static bool attendee_email_bad(const char *email, const char *sub, http_err *err)
+{
+    users_email em;
+    char why[160], field[64];
+    if (users_email_normalize(email, &em, why, sizeof why) != USERS_INVALID) return false;
+    snprintf(field, sizeof field, "%s.email", sub);
+    http_err_set(err, 400, "invalid_value", field, "%s: %s", field, why);
+    return true;
+}
+
 static int parse_attendees(store *db, const json_t *arr, cal_event *e, http_err *err)
 {
     static const char *const fields[] = {"email", "user_id", "response_status", "self", NULL};
@@ -275,6 +288,7 @@ static int parse_attendees(store *db, const json_t *arr, cal_event *e, http_err 
             http_err_set(err, 400, "invalid_value", sub, "%s.user_id is not a user id", sub);
             return -1;
         }
+        if (!uid && attendee_email_bad(email, sub, err)) return -1;
         cal_attendee *a = &e->attendees[e->nattendees];
         int rc = cal_user_lookup(db, uid ? NULL : email, id, &a->user_id, a->email, sizeof a->email);
         if (rc == CAL_ERROR) {
@@ -294,14 +308,15 @@ static int parse_attendees(store *db, const json_t *arr, cal_event *e, http_err 
 
 /* ---- the whole body ----------------------------------------------------- */
 
-static int take_str(const json_t *body, const char *name, size_t max, char **dst, bool *seen, http_err *err)
+static int take_str(const json_t *body, const char *name, size_t max, text_kind kind, char **dst, bool *seen,
+                    http_err *err)
 {
     const char *v;
     json_t *raw = json_object_get(body, name);
     if (!raw) return 0;
     *seen = true;
     if (json_is_string(raw) && json_string_length(raw) == 0) v = ""; /* clearing is fine */
-    else if (http_json_str(body, name, false, max, &v, err) != 0) return -1;
+    else if (http_json_text(body, name, false, max, kind, &v, err) != 0) return -1;
     free(*dst);
     *dst = strdup(v ? v : "");
     return 0;
@@ -314,12 +329,13 @@ int cal_json_apply(store *db, tz_db *tz, const json_t *body, bool create, const 
                                          "status", "attendees", "reminders", "calendar_id", "ical_uid", NULL};
     memset(seen, 0, sizeof *seen);
     if (http_json_only(body, fields, err) ||
-        take_str(body, "summary", CAL_SUMMARY_MAX, &e->summary, &seen->has_summary, err) ||
-        take_str(body, "description", CAL_DESCRIPTION_MAX, &e->description, &seen->has_description, err) ||
-        take_str(body, "location", CAL_LOCATION_MAX, &e->location, &seen->has_location, err))
+        take_str(body, "summary", CAL_SUMMARY_MAX, TEXT_LINE, &e->summary, &seen->has_summary, err) ||
+        take_str(body, "description", CAL_DESCRIPTION_MAX, TEXT_MULTILINE, &e->description, &seen->has_description,
+                 err) ||
+        take_str(body, "location", CAL_LOCATION_MAX, TEXT_LINE, &e->location, &seen->has_location, err))
         return -1;
     const char *uid, *status;
-    if (http_json_str(body, "ical_uid", false, CAL_UID_MAX, &uid, err) ||
+    if (http_json_text(body, "ical_uid", false, CAL_UID_MAX, TEXT_IDENT, &uid, err) ||
         http_json_str(body, "status", false, 11, &status, err))
         return -1;
     if (uid) {

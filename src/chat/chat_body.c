@@ -43,7 +43,7 @@ int chat_body_create(const json_t *body, size_t max_members, chat_create_in *in,
         return -1;
     }
     in->group = true;
-    if (http_json_only(body, group_fields, e) || http_json_str(body, "title", true, CHAT_TITLE_MAX, &in->title, e))
+    if (http_json_only(body, group_fields, e) || http_json_text(body, "title", true, CHAT_TITLE_MAX, TEXT_LINE, &in->title, e))
         return -1;
     in->members = json_object_get(body, "members");
     /* The cap is checked again in the transaction (with the creator and
@@ -54,7 +54,7 @@ int chat_body_create(const json_t *body, size_t max_members, chat_create_in *in,
 int chat_body_send(const json_t *body, const char **client_id, const char **text, http_err *e)
 {
     static const char *const fields[] = {"client_msg_id", "text", NULL};
-    if (http_json_only(body, fields, e) || http_json_str(body, "client_msg_id", true, CHAT_CLIENT_ID_MAX, client_id, e))
+    if (http_json_only(body, fields, e) || http_json_text(body, "client_msg_id", true, CHAT_CLIENT_ID_MAX, TEXT_IDENT, client_id, e))
         return -1;
     json_t *t = json_object_get(body, "text");
     if (!json_is_string(t) || json_string_length(t) == 0 || json_string_length(t) > CHAT_TEXT_MAX) {
@@ -66,7 +66,7 @@ int chat_body_send(const json_t *body, const char **client_id, const char **text
         http_err_set(e, 400, "invalid_value", "text", "text may not contain NUL characters");
         return -1;
     }
-    return 0;
+    return http_text_check(*text, json_string_length(t), "text", TEXT_MULTILINE, e);
 }
 
 int chat_body_read(const json_t *body, int64_t *up_to, http_err *e)

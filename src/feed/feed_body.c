@@ -22,7 +22,7 @@ int feed_body_post(const json_t *body, const char **text, const char **client_id
 {
     static const char *const fields[] = {"text", "client_post_id", NULL};
     if (http_json_only(body, fields, e) ||
-        http_json_str(body, "client_post_id", false, FEED_CLIENT_ID_MAX, client_id, e))
+        http_json_text(body, "client_post_id", false, FEED_CLIENT_ID_MAX, TEXT_IDENT, client_id, e))
         return -1;
     json_t *t = json_object_get(body, "text");
     if (!json_is_string(t) || json_string_length(t) == 0 || json_string_length(t) > FEED_TEXT_MAX) {
@@ -34,7 +34,7 @@ int feed_body_post(const json_t *body, const char **text, const char **client_id
         http_err_set(e, 400, "invalid_value", "text", "text may not contain NUL characters");
         return -1;
     }
-    return 0;
+    return http_text_check(*text, json_string_length(t), "text", TEXT_MULTILINE, e);
 }
 
 int feed_body_markers(const json_t *body, int64_t *last_read_id, http_err *e)

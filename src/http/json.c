@@ -87,6 +87,30 @@ int http_json_str(const json_t *obj, const char *name, bool required, size_t max
     return 0;
 }
 
+int http_text_check(const char *s, size_t len, const char *name, text_kind kind, http_err *e)
+{
+    uint32_t cp;
+    ptrdiff_t at = text_find_control(s, len, kind, &cp);
+    if (at < 0) return 0;
+    http_err_set(e, 400, "invalid_value", name, "%s must not contain control characters (U+%04X at byte %td)%s",
+                 name, (unsigned)cp, at,
+                 kind == TEXT_MULTILINE ? "; tab and newline are allowed"
+                 : kind == TEXT_LINE    ? "; tab is allowed, newline is not"
+                                        : "");
+    return -1;
+}
+
+int http_json_text(const json_t *obj, const char *name, bool required, size_t max_len, text_kind kind,
+                   const char **out, http_err *e)
+{
+    if (http_json_str(obj, name, required, max_len, out, e) != 0) return -1;
+    if (*out && http_text_check(*out, strlen(*out), name, kind, e) != 0) {
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 int http_json_int(const json_t *obj, const char *name, bool required, int64_t min, int64_t max, int64_t *out,
                    bool *present, http_err *e)
 {

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const int statuses[METRICS_NSTATUS - 1] = {101, 200, 201, 202, 204, 207, 301, 302, 304, 400,
                                                   401, 403, 404, 405, 409, 410, 412, 413,
@@ -112,8 +113,17 @@ char *metrics_render(http_metrics *m, const router *rt, int loop, size_t *len)
     render_histogram(&o, m, rt, ROUTER_MAX_ROUTES);
     for (int g = 0; g < m->ngauges; g++) {
         const metrics_gauge *mg = &m->gauges[g];
-        put(&o, "# HELP %s %s\n# TYPE %s gauge\n%s %.17g\n", mg->name, mg->help, mg->name, mg->name,
-            mg->fn(mg->arg, loop));
+        /* Gauges of one family ("name{label=...}") registered one after
+         * another share its HELP and TYPE lines; a "_total" family is a
+         * counter. */
+        size_t fam = strcspn(mg->name, "{");
+        bool same = g > 0 && strncmp(m->gauges[g - 1].name, mg->name, fam) == 0 &&
+                    strcspn(m->gauges[g - 1].name, "{") == fam;
+        bool counter = fam > 6 && strncmp(mg->name + fam - 6, "_total", 6) == 0;
+        if (!same)
+            put(&o, "# HELP %.*s %s\n# TYPE %.*s %s\n", (int)fam, mg->name, mg->help, (int)fam, mg->name,
+                counter ? "counter" : "gauge");
+        put(&o, "%s %.17g\n", mg->name, mg->fn(mg->arg, loop));
     }
     if (o.failed) {
         free(o.buf);

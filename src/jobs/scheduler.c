@@ -57,6 +57,8 @@ struct jobs_scheduler {
 
     pthread_mutex_t mu;
     pthread_cond_t hb_cv, run_cv; /* CLOCK_MONOTONIC */
+    pthread_cond_t reg_cv;        /* CLOCK_MONOTONIC: reg_tried set */
+    bool reg_tried; /* the heartbeat thread tried to register the node once */
     bool stopping; /* runners: finish and exit */
     bool hb_stop;  /* heartbeat: release everything and exit */
     int64_t skew_ms; /* database clock minus this node's wall clock */
@@ -202,6 +204,7 @@ jobs_scheduler *jobs_scheduler_new(jobs_registry *reg, const jobs_scheduler_opts
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->hb_cv, &ca);
     pthread_cond_init(&s->run_cv, &ca);
+    pthread_cond_init(&s->reg_cv, &ca);
     pthread_condattr_destroy(&ca);
     return s;
 }
@@ -213,6 +216,7 @@ void jobs_scheduler_free(jobs_scheduler *s)
     for (size_t i = 0; i < s->n; i++) lease_hold_destroy(&s->jobs[i].hold);
     pthread_cond_destroy(&s->hb_cv);
     pthread_cond_destroy(&s->run_cv);
+    pthread_cond_destroy(&s->reg_cv);
     pthread_mutex_destroy(&s->mu);
     free(s->jobs);
     free(s->runners);
@@ -807,6 +811,10 @@ static void *hb_main(void *p)
             registered = register_jobs(s, db) == STORE_OK;
             if (!registered) log_warn("jobs: cannot register the node: %s", store_errmsg(db));
         }
+        pthread_mutex_lock(&s->mu);
+        s->reg_tried = true;
+        pthread_cond_broadcast(&s->reg_cv);
+        pthread_mutex_unlock(&s->mu);
         if (db && registered) {
             if (mono_ms() >= next_beat) {
                 beat(s, db, pending, hs, res);
@@ -838,6 +846,13 @@ int jobs_scheduler_start(jobs_scheduler *s)
 {
     if (pthread_create(&s->hb, NULL, hb_main, s) != 0) return -1;
     s->hb_started = true;
+    /* The node and its jobs are listed (admin API, other nodes' shares)
+     * once start returns -- unless the database is slow to answer, which
+     * the heartbeat keeps trying. */
+    int64_t until = mono_ms() + s->ttl_ms;
+    pthread_mutex_lock(&s->mu);
+    while (!s->reg_tried && mono_ms() < until) wait_until(&s->reg_cv, &s->mu, until);
+    pthread_mutex_unlock(&s->mu);
     for (int i = 0; i < s->nrunners; i++) {
         if (pthread_create(&s->runners[i], NULL, runner_main, s) != 0) {
             jobs_scheduler_stop(s);

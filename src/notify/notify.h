@@ -32,9 +32,11 @@
 #define CHIME_NOTIFY_H
 
 #include <jansson.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/base.h"
 #include "calendar/calendar.h"
 #include "store/store.h"
 #include "time/tz.h"
@@ -88,6 +90,7 @@ void notify_on_calendar_change(void *arg, store *db);
  * "reminder" frame carries it. */
 typedef struct notify_inbox_item {
     int64_t user_id, seq, event_id, original_ms, due_ms, fired_ms;
+    int64_t id; /* what clients see: seq concealed by the inbox key (set by the reader) */
     bool late, read;
     char delivery_id[NOTIFY_ID_LEN + 1];
     char method[8];
@@ -99,8 +102,11 @@ typedef struct notify_inbox_item {
  * read. false when out of memory. */
 bool notify_inbox_item_read(store_stmt *st, int at, notify_inbox_item *it);
 void notify_inbox_item_free(notify_inbox_item *it);
-/* The API's JSON object of an item. */
+/* The API's JSON object of an item (its id as set by the reader). */
 json_t *notify_inbox_item_json(const notify_inbox_item *it);
+/* The key that conceals inbox seqs as ids (base_id_conceal), made by
+ * migration 20 and the same on every node. */
+int notify_inbox_key(store *db, unsigned char key[BASE_ID_KEY_LEN]);
 
 /* Told of inbox rows right after the transaction that wrote them
  * committed (on an engine thread): a reminder fired for someone. */
@@ -109,6 +115,25 @@ typedef void (*notify_inbox_fn)(void *arg, const notify_inbox_item *items, size_
 /* ---- the engine: scanner and delivery workers of one node ---- */
 
 typedef enum notify_late_policy { NOTIFY_LATE_DELIVER, NOTIFY_LATE_SKIP } notify_late_policy;
+
+/* What the flood bounds held back, by reason (this process's counts, for
+ * /metrics): instances a series' reminder skipped for the minimum interval
+ * (counted once per fire that skipped some), deliveries recorded
+ * dropped_quota for the hourly and for the daily budget, read inbox rows
+ * the cleanup pruned for the cap. */
+typedef enum notify_reason {
+    NOTIFY_SUPPRESS_MIN_INTERVAL,
+    NOTIFY_SUPPRESS_HOUR_QUOTA,
+    NOTIFY_SUPPRESS_DAY_QUOTA,
+    NOTIFY_SUPPRESS_INBOX_CAP,
+    NOTIFY_SUPPRESS_N
+} notify_reason;
+typedef struct notify_counters {
+    _Atomic uint64_t suppressed[NOTIFY_SUPPRESS_N];
+} notify_counters;
+/* The reason's label on /metrics ("min_interval", "hour_quota", ...). */
+const char *notify_reason_name(notify_reason r);
+void notify_count(notify_counters *c, notify_reason r, uint64_t n);
 
 typedef struct notify_opts {
     const char *db_url;
@@ -127,6 +152,13 @@ typedef struct notify_opts {
     struct channels *channels; /* webhook and email senders (borrowed) */
     notify_inbox_fn on_inbox;  /* NULL: nobody listens (and no rows are read back) */
     void *on_inbox_arg;
+    /* Flood bounds (issue 25): a series' reminder fires at most once per
+     * min_interval_ms (0: off); a recipient gets at most budget_hour
+     * deliveries per clock hour and budget_day per UTC day (0: no
+     * limit), the rest recorded dropped_quota (notify_budget.c). */
+    int64_t min_interval_ms;
+    int64_t budget_hour, budget_day;
+    notify_counters *counters; /* borrowed; NULL: not counted */
 } notify_opts;
 
 typedef struct notify_engine notify_engine;

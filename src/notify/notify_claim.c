@@ -39,6 +39,28 @@ typedef struct notify_due_row {
     char *summary;
 } notify_due_row;
 
+/* The floor a row keeps after firing at fire: only fire times after it
+ * count, so the next is at least the minimum interval later -- stored,
+ * so a recompute after an edit keeps to it too (notify_sync.c). */
+static int64_t floor_after(const notify_engine *e, int64_t fire)
+{
+    return e->o.min_interval_ms > 0 ? fire + e->o.min_interval_ms - 1 : fire;
+}
+
+/* The next fire after the row's, no sooner than the minimum interval: a
+ * series more frequent than that (FREQ=SECONDLY, say) keeps its instances,
+ * its reminder skips those that come too soon. The common case, a series
+ * no more frequent, costs no second look. */
+static bool next_fire_thinned(notify_engine *e, cal_series *s, const cal_override *ovs, size_t novs,
+                              const notify_due_row *r, int64_t *fire, int64_t *orig, int64_t *start)
+{
+    bool has = notify_next_fire(s, ovs, novs, r->minutes, r->next_fire, fire, orig, start);
+    int64_t floor = floor_after(e, r->next_fire);
+    if (!has || *fire > floor) return has;
+    notify_count(e->o.counters, NOTIFY_SUPPRESS_MIN_INTERVAL, 1);
+    return notify_next_fire(s, ovs, novs, r->minutes, floor, fire, orig, start);
+}
+
 /* The reminder's following fire time after `fired` (the periodic case). */
 static int advance_of(notify_engine *e, store *db, const notify_due_row *r, bool *has, int64_t *fire, int64_t *orig,
                       int64_t *start)
@@ -59,7 +81,7 @@ static int advance_of(notify_engine *e, store *db, const notify_due_row *r, bool
     cal_series s;
     char err[160];
     if (cal_series_init(&s, &ev, e->o.tz, err, sizeof err) == 0)
-        *has = notify_next_fire(&s, ovs, novs, r->minutes, r->next_fire, fire, orig, start);
+        *has = next_fire_thinned(e, &s, ovs, novs, r, fire, orig, start);
     for (size_t i = 0; i < novs; i++) cal_override_free(&ovs[i]);
     free(ovs);
     cal_event_free(&ev);
@@ -69,7 +91,7 @@ static int advance_of(notify_engine *e, store *db, const notify_due_row *r, bool
 /* What a claim does with a delivery row: holds it for the timer (pending),
  * records it missed (late, skip policy), or -- in-app, already due --
  * delivers it on the spot (done). */
-typedef enum notify_claim_fate { FATE_PENDING, FATE_MISSED, FATE_DONE } notify_claim_fate;
+typedef enum notify_claim_fate { FATE_PENDING, FATE_MISSED, FATE_DONE, FATE_DROPPED } notify_claim_fate;
 
 /* A list parameter ($1): a JSON array, the one list both backends can take
  * apart. LIST's elements are arrays read by position (AT); LIST_TEXT's are
@@ -81,13 +103,13 @@ typedef enum notify_claim_fate { FATE_PENDING, FATE_MISSED, FATE_DONE } notify_c
 #define AT(i) "CAST(j.value ->> " #i " AS BIGINT)"
 #define AT_TEXT(i) "(j.value ->> " #i ")"
 
-/* Advances the claimed reminders: [id, fire, next, occurrence, start] per
- * row; the compare on next_fire_ms leaves a row recomputed meanwhile to
- * the next scan. Returns the ids that moved. */
+/* Advances the claimed reminders: [id, fire, next, occurrence, start,
+ * floor] per row; the compare on next_fire_ms leaves a row recomputed
+ * meanwhile to the next scan. Returns the ids that moved. */
 #define CLAIM_ADVANCE_PG                                                                                   \
-    "UPDATE reminders SET floor_ms = v.fire, next_fire_ms = v.next, occurrence_ms = v.occ, "               \
+    "UPDATE reminders SET floor_ms = v.floor, next_fire_ms = v.next, occurrence_ms = v.occ, "              \
     "start_ms = v.start FROM (SELECT " AT(0) " AS id, " AT(1) " AS fire, " AT(2) " AS next, " AT(3)        \
-    " AS occ, " AT(4) " AS start FROM " LIST_PG ") v "                                                     \
+    " AS occ, " AT(4) " AS start, " AT(5) " AS floor FROM " LIST_PG ") v "                                 \
     "WHERE reminders.id = v.id AND reminders.next_fire_ms = v.fire RETURNING reminders.id"
 #define CLAIM_ENDPOINTS(LIST_TEXT)                                                                         \
     "SELECT user_id, id FROM webhooks WHERE user_id IN (SELECT CAST(j.value AS BIGINT) FROM " LIST_TEXT    \
@@ -96,10 +118,10 @@ typedef enum notify_claim_fate { FATE_PENDING, FATE_MISSED, FATE_DONE } notify_c
  * RETURNING names the rows actually inserted. */
 #define CLAIM_DELIVERIES_PG                                                                                \
     "INSERT INTO deliveries (id, reminder_id, event_id, user_id, channel, endpoint_id, summary, "          \
-    "occurrence_ms, due_ms, late, state, attempts, next_attempt_ms, fired_ms, created_ms, updated_ms) "     \
-    "SELECT " AT_TEXT(0) ", " AT(1) ", " AT(2) ", " AT(3) ", " AT_TEXT(4) ", " AT(5) ", " AT_TEXT(6) ", "   \
-    AT(7) ", " AT(8) ", " AT(9) ", " AT_TEXT(10) ", " AT(11) ", " AT(12) ", " AT(13)                       \
-    ", CAST($2 AS BIGINT), CAST($2 AS BIGINT) FROM " LIST_PG " WHERE true "                                \
+    "occurrence_ms, due_ms, late, state, attempts, next_attempt_ms, fired_ms, last_error, created_ms, "     \
+    "updated_ms) SELECT " AT_TEXT(0) ", " AT(1) ", " AT(2) ", " AT(3) ", " AT_TEXT(4) ", " AT(5) ", "       \
+    AT_TEXT(6) ", " AT(7) ", " AT(8) ", " AT(9) ", " AT_TEXT(10) ", " AT(11) ", " AT(12) ", " AT(13) ", "   \
+    AT_TEXT(14) ", CAST($2 AS BIGINT), CAST($2 AS BIGINT) FROM " LIST_PG " WHERE true "                    \
     "ON CONFLICT (id) DO NOTHING RETURNING id, channel, due_ms, state"
 /* The inbox rows of in-app deliveries the claim made done: the rows its
  * INSERT returned, so rows no other transaction can have (see
@@ -124,12 +146,12 @@ typedef enum notify_claim_fate { FATE_PENDING, FATE_MISSED, FATE_DONE } notify_c
  * and taking apart the JSON cost more than the statements (measured on
  * bench/reminders: the scanner's CPU +30%, 16,700/s -> 10,000/s). */
 #define CLAIM_ADVANCE_ONE                                                                                  \
-    "UPDATE reminders SET floor_ms = $2, next_fire_ms = $3, occurrence_ms = $4, start_ms = $5 "            \
+    "UPDATE reminders SET floor_ms = $6, next_fire_ms = $3, occurrence_ms = $4, start_ms = $5 "            \
     "WHERE id = $1 AND next_fire_ms = $2"
 #define CLAIM_DELIVERY_ONE                                                                                 \
     "INSERT INTO deliveries (id, reminder_id, event_id, user_id, channel, endpoint_id, summary, "          \
-    "occurrence_ms, due_ms, late, state, attempts, next_attempt_ms, fired_ms, created_ms, updated_ms) "     \
-    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15) "                       \
+    "occurrence_ms, due_ms, late, state, attempts, next_attempt_ms, fired_ms, created_ms, updated_ms, "     \
+    "last_error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $15, $16) "      \
     "ON CONFLICT (id) DO NOTHING"
 
 #define BACKEND_SQL(db, MACRO, SQLITE_ARG, PG_ARG)                                                         \
@@ -195,9 +217,9 @@ static json_t *json_opt(bool has, int64_t v)
     return has ? json_integer(v) : json_null();
 }
 
-/* A reminder's advance: from fire to next (none when !has). */
+/* A reminder's advance: from fire to next (none when !has), keeping floor. */
 typedef struct notify_claim_adv {
-    int64_t id, fire, next, occ, start;
+    int64_t id, fire, next, occ, start, floor;
     bool has;
 } notify_claim_adv;
 
@@ -206,9 +228,9 @@ static int advance_pg(store *db, const notify_claim_adv *a, int n, bool *won)
     json_t *list = json_array();
     int rc = list ? STORE_OK : STORE_ERROR;
     for (int i = 0; i < n && rc == STORE_OK; i++)
-        if (json_array_append_new(list, json_pack("[I,I,o,o,o]", (json_int_t)a[i].id, (json_int_t)a[i].fire,
+        if (json_array_append_new(list, json_pack("[I,I,o,o,o,I]", (json_int_t)a[i].id, (json_int_t)a[i].fire,
                                                   json_opt(a[i].has, a[i].next), json_opt(a[i].has, a[i].occ),
-                                                  json_opt(a[i].has, a[i].start))))
+                                                  json_opt(a[i].has, a[i].start), (json_int_t)a[i].floor)))
             rc = STORE_ERROR;
     notify_i64_buf moved = {0};
     if (rc == STORE_OK) rc = list_exec(db, CLAIM_ADVANCE_PG, list, NULL, i64_row0, &moved);
@@ -227,6 +249,7 @@ static int advance_sqlite(store *db, const notify_claim_adv *a, int n, bool *won
         store_bind_int64(st, 1, a[i].id);
         store_bind_int64(st, 2, a[i].fire);
         notify_bind_next(st, 3, a[i].has, a[i].next, a[i].occ, a[i].start);
+        store_bind_int64(st, 6, a[i].floor);
         int rc = store_step(st);
         won[i] = rc == STORE_DONE && store_changes(st) == 1;
         store_reset(st);
@@ -242,7 +265,8 @@ static int claim_advance(notify_engine *e, store *db, const notify_due_row *rows
     notify_claim_adv *a = malloc((size_t)n * sizeof *a);
     int rc = a ? STORE_OK : STORE_ERROR;
     for (int i = 0; i < n && rc == STORE_OK; i++) {
-        a[i] = (notify_claim_adv){.id = rows[i].id, .fire = rows[i].next_fire};
+        a[i] = (notify_claim_adv){.id = rows[i].id, .fire = rows[i].next_fire,
+                                  .floor = rows[i].single ? rows[i].next_fire : floor_after(e, rows[i].next_fire)};
         rc = advance_of(e, db, &rows[i], &a[i].has, &a[i].next, &a[i].occ, &a[i].start);
     }
     if (rc == STORE_OK)
@@ -276,6 +300,7 @@ typedef struct notify_claim_del {
     int64_t endpoint;
     notify_claim_fate fate;
     bool late;
+    notify_reason dropped; /* FATE_DROPPED: which budget */
 } notify_claim_del;
 
 typedef struct notify_claim_dels {
@@ -297,7 +322,14 @@ static int claim_delivery_add(notify_claim_dels *b, const notify_due_row *r, con
     return STORE_OK;
 }
 
-static const char *const claim_states[] = {"pending", "missed", "done"};
+static const char *const claim_states[] = {"pending", "missed", "done", "dropped_quota"};
+
+/* What a dropped_quota row says (its last_error). */
+static const char *claim_dropped_why(const notify_claim_del *d)
+{
+    return d->dropped == NOTIFY_SUPPRESS_DAY_QUOTA ? "over the recipient's delivery budget for the day"
+                                                   : "over the recipient's delivery budget for the hour";
+}
 
 /* A claimed row's hold: NOTIFY_HOLD_MS past its due time, or past now
  * when it is claimed late (a node behind, a backlog): held from a time
@@ -315,11 +347,12 @@ static json_t *claim_deliveries_json(const notify_claim_dels *b, int64_t now)
     for (size_t i = 0; list && i < b->n; i++) {
         const notify_claim_del *d = &b->v[i];
         const notify_due_row *r = d->r;
-        json_t *row = json_pack("[s,I,I,I,s,I,s,I,I,I,s,I,I,o]", d->id, (json_int_t)r->id, (json_int_t)r->event_id,
+        json_t *row = json_pack("[s,I,I,I,s,I,s,I,I,I,s,I,I,o,o]", d->id, (json_int_t)r->id, (json_int_t)r->event_id,
                                 (json_int_t)r->user_id, d->channel, (json_int_t)d->endpoint, r->summary ? r->summary : "",
                                 (json_int_t)r->occurrence, (json_int_t)r->next_fire, (json_int_t)d->late,
                                 claim_states[d->fate], (json_int_t)(d->fate == FATE_DONE),
-                                (json_int_t)claim_hold(r->next_fire, now), json_opt(d->fate == FATE_DONE, now));
+                                (json_int_t)claim_hold(r->next_fire, now), json_opt(d->fate == FATE_DONE, now),
+                                d->fate == FATE_DROPPED ? json_string(claim_dropped_why(d)) : json_null());
         if (json_array_append_new(list, row) != 0) {
             json_decref(list);
             return NULL;
@@ -348,6 +381,7 @@ static void claim_delivery_bind(store_stmt *st, const notify_claim_del *d, int64
     if (d->fate == FATE_DONE) store_bind_int64(st, 14, now);
     else store_bind_null(st, 14);
     store_bind_int64(st, 15, now);
+    store_bind_str(st, 16, d->fate == FATE_DROPPED ? claim_dropped_why(d) : NULL);
 }
 
 /* The delivery rows of one won reminder: one per channel and endpoint. */
@@ -374,6 +408,55 @@ static int claim_row_deliveries(notify_engine *e, notify_claim_dels *list, const
     for (size_t k = lo; k < pairs->n / 2 && pairs->v[2 * k] == r->user_id; k++)
         if (claim_delivery_add(list, r, channel, pairs->v[2 * k + 1], fate, flag) != STORE_OK) return STORE_ERROR;
     return STORE_OK;
+}
+
+/* A delivery row by recipient, then claim order: a recipient's run. */
+typedef struct claim_key {
+    int64_t user;
+    size_t pos;
+} claim_key;
+
+static int by_recipient(const void *a, const void *b)
+{
+    const claim_key *x = a, *y = b;
+    if (x->user != y->user) return x->user < y->user ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Asks each recipient's budget for its deliveries (notify_budget.c); those
+ * beyond the grant become dropped_quota. Missed ones (late, skip policy)
+ * go out to nobody and ask for nothing. */
+static int claim_budget(notify_engine *e, store *db, notify_claim_dels *b)
+{
+    claim_key *keys = malloc((b->n ? b->n : 1) * sizeof *keys);
+    notify_budget_req *reqs = malloc((b->n ? b->n : 1) * sizeof *reqs);
+    size_t m = 0, nreq = 0;
+    int rc = keys && reqs ? STORE_OK : STORE_ERROR;
+    for (size_t i = 0; rc == STORE_OK && i < b->n; i++)
+        if (b->v[i].fate != FATE_MISSED) keys[m++] = (claim_key){b->v[i].r->user_id, i};
+    if (rc == STORE_OK) qsort(keys, m, sizeof *keys, by_recipient);
+    for (size_t k = 0; rc == STORE_OK && k < m; k++) {
+        const notify_due_row *r = b->v[keys[k].pos].r;
+        if (nreq == 0 || reqs[nreq - 1].user_id != r->user_id)
+            reqs[nreq++] = (notify_budget_req){.user_id = r->user_id, .due_ms = r->next_fire};
+        notify_budget_req *q = &reqs[nreq - 1];
+        q->want++;
+        if (r->next_fire > q->due_ms) q->due_ms = r->next_fire;
+    }
+    if (rc == STORE_OK) rc = notify_budget_take(e, db, reqs, nreq);
+    /* Both lists are in recipient order: walk them together. */
+    for (size_t k = 0, q = 0, used = 0; rc == STORE_OK && k < m; k++, used++) {
+        notify_claim_del *d = &b->v[keys[k].pos];
+        if (k > 0 && keys[k - 1].user != keys[k].user) q++, used = 0;
+        if ((int)used < reqs[q].kept) continue;
+        d->fate = FATE_DROPPED;
+        d->late = false;
+        d->dropped = reqs[q].by_day ? NOTIFY_SUPPRESS_DAY_QUOTA : NOTIFY_SUPPRESS_HOUR_QUOTA;
+        notify_count(e->o.counters, d->dropped, 1);
+    }
+    free(keys);
+    free(reqs);
+    return rc;
 }
 
 /* What the INSERT returns: pending rows go to the timer, done ones need
@@ -463,6 +546,7 @@ static int claim_rows(notify_engine *e, store *db, const notify_due_row *rows, i
     if (rc == STORE_OK) rc = claim_endpoints(e, db, rows, n, won, &pairs);
     for (int i = 0; i < n && rc == STORE_OK; i++)
         if (won[i]) rc = claim_row_deliveries(e, &dels, &rows[i], &pairs, now);
+    if (rc == STORE_OK && notify_budget_on(e)) rc = claim_budget(e, db, &dels);
     if (rc == STORE_OK) rc = claim_deliveries(db, &dels, now, &o);
     bool pg = store_backend_of(db) == STORE_PG;
     if (rc == STORE_OK && json_array_size(o.done) && !e->o.on_inbox)
@@ -686,7 +770,7 @@ static bool claim_pass(notify_engine *e, store *db, int64_t horizon, int64_t *ne
         store_gate_unlock(&e->gate);
         notify_enqueue(e, buf.v, buf.n);
         buf.n = 0;
-        if (inbox.n) e->o.on_inbox(e->o.on_inbox_arg, inbox.v, inbox.n);
+        notify_inbox_announce(e, inbox.v, inbox.n);
         notify_inbox_items_free(inbox.v, inbox.n);
         if (n < 0) {
             gi++; /* skip the group that failed; the pass is done again later */

@@ -25,10 +25,12 @@
  *   notify_queue.c    the timer heap and the table of sends in flight
  *   notify_scan.c     the scanner thread: leases, outbox takeover
  *   notify_claim.c    claiming due reminder rows (both backends' SQL)
+ *   notify_budget.c   each recipient's deliveries per hour and day (claims)
  *   notify_engine.c   this: lifecycle, workers, connections
  *   notify_inapp.c    in-app delivery to the inbox
  *   notify_send.c     webhook and email sends, their answers, the holds
  *   notify_payload.c  the webhook body and the email text
+ *   notify_cleanup.c  the notify.cleanup job: the inbox cap
  * and in store/: store_gate.c (the SQLite write lock), store_checkpoint.c
  * (the WAL checkpointer). */
 #include "notify/notify_int.h"
@@ -310,9 +312,21 @@ static bool webhooks_present(const char *url)
     return rc == STORE_ROW && n > 0;
 }
 
+/* The inbox id key, for the ids the listener is shown. */
+static bool inbox_key_load(notify_engine *e)
+{
+    char err[256];
+    store *db = store_open(e->o.db_url, err, sizeof err);
+    e->has_inbox_key = db && notify_inbox_key(db, e->inbox_key) == STORE_OK;
+    if (!e->has_inbox_key) log_error("reminders: cannot read the inbox id key: %s", db ? store_errmsg(db) : err);
+    store_close(db);
+    return e->has_inbox_key;
+}
+
 int notify_engine_start(notify_engine *e)
 {
     e->has_webhooks = webhooks_present(e->o.db_url);
+    if (e->o.on_inbox && !inbox_key_load(e)) return -1;
     e->send_cap = e->o.channels ? channels_capacity(e->o.channels) : INT_MAX;
     e->send_room = e->send_cap / 4 < 1 ? 1 : e->send_cap / 4 > 256 ? 256 : e->send_cap / 4;
     /* Sends being made: at most the channels' capacity (without channels,

@@ -1,5 +1,6 @@
 /* notify_http.c -- the in-app inbox (GET /v1/notifications?after=CURSOR,
- * read marks) and GET /v1/admin/deliveries?state=... for admins.
+ * read marks), GET /v1/admin/deliveries?state=... for admins and
+ * GET /v1/me/deliveries?state=... for a user's own outbox rows.
  *
  * A client keeps the last cursor ("next") it saw and asks for what came
  * after it, never by time. A cursor must never be handed out while a row
@@ -104,6 +105,27 @@ static void bind_xid(store_stmt *st, int at, int64_t xid)
     store_bind_str(st, at, text);
 }
 
+/* The id key, read once (every node reads the same row). */
+static bool inbox_key(notify_http *n, store *db, unsigned char key[BASE_ID_KEY_LEN])
+{
+    pthread_mutex_lock(&n->key_mu);
+    if (!n->have_key) n->have_key = notify_inbox_key(db, n->key) == STORE_OK;
+    memcpy(key, n->key, BASE_ID_KEY_LEN);
+    bool ok = n->have_key;
+    pthread_mutex_unlock(&n->key_mu);
+    return ok;
+}
+
+/* An item's id in a path: 16 hex digits (a concealed seq); or, from
+ * clients of before the ids were concealed, the seq itself in decimal
+ * (accepted: the inbox cursor still carries the seq). -1 if neither. */
+static int64_t item_seq(const unsigned char key[BASE_ID_KEY_LEN], const char *s, size_t len)
+{
+    int64_t id;
+    if (base_id_parse(s, len, &id) == 0) return base_id_reveal(key, id);
+    return len < 16 ? parse_seq(s, len) : -1;
+}
+
 #define INBOX_COLS                                                                                         \
     "user_id, seq, delivery_id, event_id, summary, original_start_ms, due_ms, fired_ms, late, method, read"
 
@@ -131,14 +153,19 @@ static void handle_inbox(http_req *r, void *arg)
     store *db = store_pool_at(n->dbs, r->loop);
     inbox_cursor last;
     int64_t limit;
+    unsigned char key[BASE_ID_KEY_LEN];
     if (!query_cursor(r, "after", &last) || !query_limit(r, NOTIFY_PAGE_DEFAULT, NOTIFY_PAGE_MAX, &limit)) return;
+    if (!inbox_key(n, db, key)) return http_send_db_error(r, "the inbox id key cannot be read");
     store_stmt *st = inbox_page(db, r->user_id, &last, limit);
     json_t *items = json_array();
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
         notify_inbox_item it;
         last = (inbox_cursor){.xid = store_col_int64(st, 11), .seq = store_col_int64(st, 1)};
-        if (notify_inbox_item_read(st, 0, &it)) json_array_append_new(items, notify_inbox_item_json(&it));
+        if (notify_inbox_item_read(st, 0, &it)) {
+            it.id = base_id_conceal(key, it.seq);
+            json_array_append_new(items, notify_inbox_item_json(&it));
+        }
         notify_inbox_item_free(&it);
     }
     store_reset(st);
@@ -156,8 +183,10 @@ static void handle_read_one(http_req *r, void *arg)
 {
     notify_http *n = arg;
     store *db = store_pool_at(n->dbs, r->loop);
-    int64_t seq = parse_seq(r->params[0].ptr, r->params[0].len);
-    if (seq < 0) {
+    unsigned char key[BASE_ID_KEY_LEN];
+    if (!inbox_key(n, db, key)) return http_send_db_error(r, "the inbox id key cannot be read");
+    int64_t seq = item_seq(key, r->params[0].ptr, r->params[0].len);
+    if (seq <= 0) {
         http_send_error(r, 404, "not_found", NULL, "no such notification");
         return;
     }
@@ -207,52 +236,56 @@ static void handle_read_upto(http_req *r, void *arg)
     else http_send_json(r, 200, json_pack("{s:I}", "marked", (json_int_t)changed));
 }
 
-static void handle_deliveries(http_req *r, void *arg)
+/* ?state=: one of the outbox states (ended: only the end states other
+ * than done, the ones with an index); false after answering 400. */
+static bool query_state(http_req *r, bool ended, char state[16])
 {
-    static const char *states[] = {"pending", "done", "dead", "missed", "cancelled"};
-    notify_http *n = arg;
-    store *db = store_pool_at(n->dbs, r->loop);
-    char state[16];
-    int q = http_query(r, "state", state, sizeof state);
-    bool ok = false;
-    for (size_t i = 0; q > 0 && i < sizeof states / sizeof states[0]; i++) ok |= strcmp(state, states[i]) == 0;
-    if (!ok) {
-        http_send_error(r, 400, "invalid", "state", "state must be pending, done, dead, missed or cancelled");
-        return;
-    }
-    int64_t limit;
-    if (!query_limit(r, NOTIFY_PAGE_DEFAULT, NOTIFY_PAGE_MAX, &limit)) return;
-    /* The end states other than done have an index (a partial one: its
-     * predicate has to appear in the query, word for word). */
-    bool ended = strcmp(state, "pending") != 0 && strcmp(state, "done") != 0;
-    store_stmt *st = store_prepare(
-        db, ended ? "SELECT id, event_id, user_id, channel, endpoint_id, occurrence_ms, due_ms, fired_ms, late, "
-                       "attempts, next_attempt_ms, last_error, updated_ms FROM deliveries WHERE state = $1 AND state "
-                       "IN ('dead', 'missed', 'cancelled') ORDER BY updated_ms DESC, id LIMIT $2"
-                     : "SELECT id, event_id, user_id, channel, endpoint_id, occurrence_ms, due_ms, fired_ms, late, "
-                       "attempts, next_attempt_ms, last_error, updated_ms FROM deliveries WHERE state = $1 "
-                       "ORDER BY updated_ms DESC, id LIMIT $2");
-    store_bind_str(st, 1, state);
-    store_bind_int64(st, 2, limit);
+    static const char *const states[] = {"dead", "missed", "cancelled", "dropped_quota", "pending", "done"};
+    size_t n = ended ? 4 : 6;
+    int q = http_query(r, "state", state, 16);
+    for (size_t i = 0; q > 0 && i < n; i++)
+        if (strcmp(state, states[i]) == 0) return true;
+    http_send_error(r, 400, "invalid", "state", "state must be dead, missed, cancelled, dropped_quota%s",
+                    ended ? "" : ", pending or done");
+    return false;
+}
+
+/* The end states other than done have an index, by state and by user (a
+ * partial one: its predicate has to appear in the query, word for word). */
+#define ENDED "state IN ('dead', 'missed', 'cancelled', 'dropped_quota')"
+#define DELIVERY_COLS                                                                                      \
+    "SELECT id, event_id, user_id, channel, endpoint_id, occurrence_ms, due_ms, fired_ms, late, attempts, "  \
+    "next_attempt_ms, last_error, updated_ms FROM deliveries WHERE state = $1 AND "
+
+/* One outbox row as the listings show it; the user's own omit user_id. */
+static json_t *delivery_json(store_stmt *st, const char *state, bool with_user)
+{
+    char ev[17], uid[17], ep[17];
+    base_id_format(store_col_int64(st, 1), ev);
+    base_id_format(store_col_int64(st, 2), uid);
+    base_id_format(store_col_int64(st, 4), ep);
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:b,s:I,s:o}", "delivery_id", store_col_text(st, 0), "event_id",
+                          ev, "channel", store_col_text(st, 3), "state", state, "original_start",
+                          time_json(store_col_int64(st, 5)), "due", time_json(store_col_int64(st, 6)), "late",
+                          store_col_int64(st, 8) != 0, "attempts", (json_int_t)store_col_int64(st, 9),
+                          "next_attempt", time_json(store_col_int64(st, 10)));
+    if (!o) return NULL;
+    if (with_user) json_object_set_new(o, "user_id", json_string(uid));
+    json_object_set_new(o, "updated", time_json(store_col_int64(st, 12)));
+    json_object_set_new(o, "fired", store_col_is_null(st, 7) ? json_null() : time_json(store_col_int64(st, 7)));
+    json_object_set_new(o, "last_error", store_col_is_null(st, 11) ? json_null() : json_string(store_col_text(st, 11)));
+    if (store_col_int64(st, 4)) json_object_set_new(o, "endpoint_id", json_string(ep));
+    return o;
+}
+
+/* Answers with the rows st selects (bound; reset here). */
+static void send_deliveries(http_req *r, store *db, store_stmt *st, const char *state, bool with_user)
+{
     json_t *items = json_array();
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
-        char ev[17], uid[17], ep[17];
-        base_id_format(store_col_int64(st, 1), ev);
-        base_id_format(store_col_int64(st, 2), uid);
-        base_id_format(store_col_int64(st, 4), ep);
-        json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:b,s:I,s:o}", "delivery_id", store_col_text(st, 0),
-                              "event_id", ev, "user_id", uid, "channel", store_col_text(st, 3), "state", state,
-                              "original_start", time_json(store_col_int64(st, 5)), "due",
-                              time_json(store_col_int64(st, 6)), "late", store_col_int64(st, 8) != 0, "attempts",
-                              (json_int_t)store_col_int64(st, 9), "next_attempt", time_json(store_col_int64(st, 10)));
-        if (!o) continue;
-        json_object_set_new(o, "updated", time_json(store_col_int64(st, 12)));
-        json_object_set_new(o, "fired", store_col_is_null(st, 7) ? json_null() : time_json(store_col_int64(st, 7)));
-        json_object_set_new(o, "last_error", store_col_is_null(st, 11) ? json_null()
-                                                                        : json_string(store_col_text(st, 11)));
-        if (store_col_int64(st, 4)) json_object_set_new(o, "endpoint_id", json_string(ep));
-        json_array_append_new(items, o);
+        json_t *o = delivery_json(st, state, with_user);
+        if (o) json_array_append_new(items, o);
     }
     store_reset(st);
     if (rc != STORE_DONE) {
@@ -263,10 +296,43 @@ static void handle_deliveries(http_req *r, void *arg)
     http_send_json(r, 200, json_pack("{s:o}", "items", items));
 }
 
+/* Outbox rows in a state, newest first: the admin sees every user's
+ * (GET /v1/admin/deliveries); a user sees their own in an end state
+ * (GET /v1/me/deliveries) -- how they learn that reminders were dropped
+ * for the delivery budget, dead-lettered or missed. */
+static void list_deliveries(http_req *r, notify_http *n, bool mine)
+{
+    store *db = store_pool_at(n->dbs, r->loop);
+    char state[16];
+    int64_t limit;
+    if (!query_state(r, mine, state) || !query_limit(r, NOTIFY_PAGE_DEFAULT, NOTIFY_PAGE_MAX, &limit)) return;
+    bool ended = strcmp(state, "pending") != 0 && strcmp(state, "done") != 0;
+    store_stmt *st = store_prepare(
+        db, mine    ? DELIVERY_COLS "user_id = $3 AND " ENDED " ORDER BY updated_ms DESC, id LIMIT $2"
+            : ended ? DELIVERY_COLS ENDED " ORDER BY updated_ms DESC, id LIMIT $2"
+                    : DELIVERY_COLS "true ORDER BY updated_ms DESC, id LIMIT $2");
+    store_bind_str(st, 1, state);
+    store_bind_int64(st, 2, limit);
+    if (mine) store_bind_int64(st, 3, r->user_id);
+    send_deliveries(r, db, st, state, !mine);
+}
+
+static void handle_deliveries(http_req *r, void *arg)
+{
+    list_deliveries(r, arg, false);
+}
+
+static void handle_my_deliveries(http_req *r, void *arg)
+{
+    list_deliveries(r, arg, true);
+}
+
 void notify_http_register(notify_http *n, http_server *s)
 {
+    pthread_mutex_init(&n->key_mu, NULL);
     http_route(s, HTTP_GET, "/v1/notifications", handle_inbox, n, HTTP_ROUTE_AUTH);
     http_route(s, HTTP_POST, "/v1/notifications/read", handle_read_upto, n, HTTP_ROUTE_AUTH);
     http_route(s, HTTP_POST, "/v1/notifications/{id}/read", handle_read_one, n, HTTP_ROUTE_AUTH);
     http_route(s, HTTP_GET, "/v1/admin/deliveries", handle_deliveries, n, HTTP_ROUTE_ADMIN);
+    http_route(s, HTTP_GET, "/v1/me/deliveries", handle_my_deliveries, n, HTTP_ROUTE_AUTH);
 }

@@ -157,7 +157,14 @@ void notify_deliver_inapp_batch(notify_engine *e, store *db, const notify_item *
     store_gate_unlock(&e->gate);
     free(ids);
     /* Left pending on failure: the outbox poll retries them after the hold. */
-    if (nitems) e->o.on_inbox(e->o.on_inbox_arg, items, nitems);
+    notify_inbox_announce(e, items, nitems);
     notify_inbox_items_free(items, nitems);
+}
+
+void notify_inbox_announce(notify_engine *e, notify_inbox_item *items, size_t n)
+{
+    if (n == 0 || !e->has_inbox_key) return; /* without the key no id can be shown */
+    for (size_t i = 0; i < n; i++) items[i].id = base_id_conceal(e->inbox_key, items[i].seq);
+    e->o.on_inbox(e->o.on_inbox_arg, items, n);
 }
 

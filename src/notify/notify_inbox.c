@@ -42,11 +42,26 @@ static json_t *time_json(int64_t ms)
 
 json_t *notify_inbox_item_json(const notify_inbox_item *it)
 {
-    char id[24], ev[17];
-    snprintf(id, sizeof id, "%lld", (long long)it->seq);
+    char id[17], ev[17];
+    base_id_format(it->id, id);
     base_id_format(it->event_id, ev);
     return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:o,s:b,s:s,s:b}", "id", id, "delivery_id", it->delivery_id, "event_id",
                      ev, "summary", it->summary, "original_start", time_json(it->original_ms), "due",
                      time_json(it->due_ms), "fired", time_json(it->fired_ms), "late", it->late, "method", it->method,
                      "read", it->read);
+}
+
+int notify_inbox_key(store *db, unsigned char key[BASE_ID_KEY_LEN])
+{
+    store_stmt *st = store_prepare(db, "SELECT value FROM server_keys WHERE name = 'inbox_ids'");
+    int rc = store_step(st);
+    bool ok = rc == STORE_ROW && store_col_len(st, 0) == 2 * BASE_ID_KEY_LEN;
+    const char *hex = ok ? store_col_text(st, 0) : "";
+    for (int i = 0; ok && i < BASE_ID_KEY_LEN; i++) {
+        unsigned v;
+        ok = sscanf(hex + 2 * i, "%2x", &v) == 1;
+        key[i] = (unsigned char)v;
+    }
+    store_reset(st);
+    return ok ? STORE_OK : rc == STORE_ROW || rc == STORE_DONE ? STORE_ERROR : rc;
 }

@@ -64,6 +64,8 @@ typedef struct notify_group {
 struct notify_engine {
     notify_opts o;
     char owner[LEASE_OWNER_MAX + 1];
+    unsigned char inbox_key[BASE_ID_KEY_LEN]; /* read at start when someone listens */
+    bool has_inbox_key;
     notify_group *groups;
     int per_group;
     /* The scanner's: everything due up to here in the groups it held then
@@ -147,6 +149,20 @@ notify_chan notify_chan_of(const char *name);
  * when cut short, to be called again at once. */
 bool notify_claim_all(notify_engine *e, store *db, int64_t *next_beat);
 
+/* ---- notify_budget.c: each recipient's deliveries per hour and day ------- */
+
+/* A claim's ask for one recipient: want deliveries, the latest due at
+ * due_ms; the answer: kept of them granted, and whether the daily budget
+ * (else the hourly) is what ran out. */
+typedef struct notify_budget_req {
+    int64_t user_id, due_ms;
+    int want, kept;
+    bool by_day;
+} notify_budget_req;
+bool notify_budget_on(const notify_engine *e);
+/* Inside the claim's transaction; sorts reqs by user. */
+int notify_budget_take(notify_engine *e, store *db, notify_budget_req *reqs, size_t n);
+
 /* ---- notify_scan.c: the scanner thread and the group leases -------------- */
 
 void notify_heartbeat_if_due(notify_engine *e, store *db, int64_t *next_beat);
@@ -179,5 +195,7 @@ void notify_email_text_of(const notify_send_job *j, notify_email_text *m);
 
 /* Frees n items and the array (notify_inapp.c). */
 void notify_inbox_items_free(notify_inbox_item *items, size_t n);
+/* Tells the listener (on_inbox) of rows just written, their ids set. */
+void notify_inbox_announce(notify_engine *e, notify_inbox_item *items, size_t n);
 
 #endif

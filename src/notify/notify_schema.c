@@ -193,6 +193,36 @@ static const store_migration notify_steps[] = {
     {10, "bytewise_keys", "SELECT 1",
      "ALTER TABLE deliveries ALTER COLUMN id TYPE TEXT COLLATE \"C\";"
      "ALTER TABLE reminders ALTER COLUMN method TYPE TEXT COLLATE \"C\""},
+    /* Secrets every node shares, made once here. 'inbox_ids': the key
+     * that conceals an inbox item's seq as its id (notify_http.c), 16
+     * random bytes as hex. */
+    {20, "server_keys",
+     "CREATE TABLE server_keys (name TEXT PRIMARY KEY, value TEXT NOT NULL);"
+     "INSERT INTO server_keys (name, value) VALUES ('inbox_ids', lower(hex(randomblob(16))))",
+     "CREATE TABLE server_keys (name TEXT PRIMARY KEY, value TEXT NOT NULL);"
+     "INSERT INTO server_keys (name, value) VALUES ('inbox_ids', "
+     "replace(CAST(gen_random_uuid() AS text), '-', ''))"},
+    /* Flood bounds (notify_budget.c): each recipient's deliveries in its
+     * current clock hour and UTC day (asked: the last claim's ask, kept:
+     * its grant, for the upsert's arithmetic). The outbox's end states
+     * gain dropped_quota, and an index by recipient for
+     * GET /v1/me/deliveries; both partial, so the hot path (pending and
+     * done rows) writes neither. */
+    {23, "delivery_budgets",
+     "CREATE TABLE delivery_budget ("
+     " user_id BIGINT PRIMARY KEY,"
+     " hour_ms BIGINT NOT NULL,"
+     " hour_n BIGINT NOT NULL,"
+     " day_ms BIGINT NOT NULL,"
+     " day_n BIGINT NOT NULL,"
+     " asked BIGINT NOT NULL,"
+     " kept BIGINT NOT NULL);"
+     "DROP INDEX deliveries_ended;"
+     "CREATE INDEX deliveries_ended ON deliveries(state, updated_ms) "
+     "WHERE state IN ('dead', 'missed', 'cancelled', 'dropped_quota');"
+     "CREATE INDEX deliveries_ended_user ON deliveries(user_id, state, updated_ms) "
+     "WHERE state IN ('dead', 'missed', 'cancelled', 'dropped_quota')",
+     NULL},
 };
 
 int notify_schema_add(store_schema *s)

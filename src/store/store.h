@@ -94,8 +94,14 @@ typedef struct store_migration {
 
 #define STORE_SCHEMA_MAX 256
 
+/* The C part of a step whose rows need computing in C (say, Unicode
+ * normalization): run after the step's SQL, in its transaction. STORE_OK,
+ * or an error that rolls the step back. */
+typedef int (*store_migration_fn)(store *s);
+
 typedef struct store_schema {
     const store_migration *steps[STORE_SCHEMA_MAX]; /* by version; borrowed */
+    store_migration_fn fns[STORE_SCHEMA_MAX];       /* each step's, or NULL */
     int n;
 } store_schema;
 
@@ -103,6 +109,9 @@ typedef struct store_schema {
  * the list in version order. 0, or -1 on a version already present, a
  * version below 1, or a full list. */
 int store_schema_add(store_schema *s, const store_migration *steps, size_t n);
+/* Gives the step of this version (added already) its C part: 0, or -1
+ * when there is no such step. */
+int store_schema_add_fn(store_schema *s, int version, store_migration_fn fn);
 
 /* Applies every step of the schema not yet applied, in order, each in a
  * transaction. Safe to call from several processes at once on PostgreSQL

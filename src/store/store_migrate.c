@@ -21,10 +21,22 @@ int store_schema_add(store_schema *s, const store_migration *steps, size_t n)
         while (i > 0 && s->steps[i - 1]->version > m->version) i--;
         if (i > 0 && s->steps[i - 1]->version == m->version) return -1;
         memmove(&s->steps[i + 1], &s->steps[i], (size_t)(s->n - i) * sizeof s->steps[0]);
+        memmove(&s->fns[i + 1], &s->fns[i], (size_t)(s->n - i) * sizeof s->fns[0]);
         s->steps[i] = m;
+        s->fns[i] = NULL;
         s->n++;
     }
     return 0;
+}
+
+int store_schema_add_fn(store_schema *s, int version, store_migration_fn fn)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->steps[i]->version == version) {
+            s->fns[i] = fn;
+            return 0;
+        }
+    return -1;
 }
 
 /* "chime" in ASCII: the advisory lock key every chime migrator agrees on. */
@@ -59,8 +71,9 @@ static int step_fail(store *s, const store_migration *m, int rc)
     return store_fail(s, rc, "migration %d (%s): %s", m->version, m->name, keep);
 }
 
-/* Inside the transaction: applies m unless another process already did. */
-static int apply_locked(store *s, const store_migration *m)
+/* Inside the transaction: applies m (and fn, its C part, if any) unless
+ * another process already did. */
+static int apply_locked(store *s, const store_migration *m, store_migration_fn fn)
 {
     int rc;
     bool pg = store_backend_of(s) == STORE_PG;
@@ -85,6 +98,8 @@ static int apply_locked(store *s, const store_migration *m)
     if (rc < 0 || done)
         return rc < 0 ? rc : STORE_OK;
     rc = store_exec(s, pg && m->sql_pg ? m->sql_pg : m->sql_sqlite);
+    if (rc >= 0 && fn)
+        rc = fn(s);
     if (rc < 0)
         return rc;
     int64_t now = 0;
@@ -102,12 +117,12 @@ static int apply_locked(store *s, const store_migration *m)
     return rc < 0 ? rc : STORE_OK;
 }
 
-static int apply_one(store *s, const store_migration *m)
+static int apply_one(store *s, const store_migration *m, store_migration_fn fn)
 {
     int rc = store_begin(s);
     if (rc < 0)
         return step_fail(s, m, rc);
-    rc = apply_locked(s, m);
+    rc = apply_locked(s, m, fn);
     if (rc < 0) {
         step_fail(s, m, rc);
         char keep[STORE_ERRLEN];
@@ -149,7 +164,7 @@ int store_migrate(store *s, const store_schema *schema)
     for (int i = 0; i < schema->n; i++) {
         if (done[i])
             continue;
-        int rc = apply_one(s, schema->steps[i]);
+        int rc = apply_one(s, schema->steps[i], schema->fns[i]);
         if (rc < 0)
             return rc;
     }

@@ -79,6 +79,12 @@ static void signup_work(void *p)
     s->rc = users_hash_password(s->password, s->ops, s->mem, s->hash);
 }
 
+static void signup_refuse_taken(http_req *r, int rc)
+{
+    if (rc == USERS_DUPLICATE) http_send_error(r, 409, "email_taken", "email", "that email is already registered");
+    else http_send_error(r, 409, "email_confusable", "email", "that email looks like one already registered");
+}
+
 static void signup_done(http_req *r, void *p)
 {
     users_signup *s = p;
@@ -90,7 +96,7 @@ static void signup_done(http_req *r, void *p)
     users_account u;
     int rc = s->rc == USERS_OK ? users_create(db, s->email, s->name, s->hash, &u) : USERS_ERROR;
     if (rc == USERS_OK) http_send_json(r, 201, user_json(&u));
-    else if (rc == USERS_DUPLICATE) http_send_error(r, 409, "email_taken", "email", "that email is already registered");
+    else if (rc == USERS_DUPLICATE || rc == USERS_CONFUSABLE) signup_refuse_taken(r, rc);
     else http_send_db_error(r, store_errmsg(db));
     signup_free(s);
 }
@@ -110,25 +116,27 @@ static void handle_signup(http_req *r, void *arg)
     s->body = http_json_body(r, &e);
     if (!s->body || http_json_only(s->body, fields, &e) ||
         http_json_str(s->body, "email", true, USERS_EMAIL_MAX, &s->email, &e) ||
-        http_json_str(s->body, "name", true, USERS_NAME_MAX, &s->name, &e) ||
+        http_json_text(s->body, "name", true, USERS_NAME_MAX, TEXT_LINE, &s->name, &e) ||
         http_json_str(s->body, "password", true, USERS_PASSWORD_MAX, &s->password, &e))
         goto bad;
-    if (!users_email_valid(s->email)) {
-        http_err_set(&e, 400, "invalid_value", "email", "email is not a valid address");
+    users_email em;
+    char why[160];
+    int rc = users_email_normalize(s->email, &em, why, sizeof why);
+    if (rc == USERS_INVALID) {
+        http_err_set(&e, 400, "invalid_value", "email", "%s", why);
         goto bad;
     }
     if (strlen(s->password) < USERS_PASSWORD_MIN) {
         http_err_set(&e, 400, "too_short", "password", "password must be at least %d bytes", USERS_PASSWORD_MIN);
         goto bad;
     }
-    /* Refuse a taken email before paying for the hash; the unique index
-     * still decides races. */
-    users_account u;
-    char hash[USERS_HASH_MAX];
-    int rc = users_find_by_email(db, s->email, &u, hash);
-    if (rc == USERS_OK) {
-        http_err_set(&e, 409, "email_taken", "email", "that email is already registered");
-        goto bad;
+    /* Refuse a taken or look-alike email before paying for the hash; the
+     * unique indexes still decide races. */
+    if (rc == USERS_OK) rc = users_email_taken(db, &em);
+    if (rc == USERS_DUPLICATE || rc == USERS_CONFUSABLE) {
+        signup_refuse_taken(r, rc);
+        signup_free(s);
+        return;
     }
     if (rc != USERS_NOT_FOUND) {
         http_send_db_error(r, store_errmsg(db));
@@ -146,16 +154,23 @@ bad:
 
 /* ---- sign-in ------------------------------------------------------------ */
 
+/* The limiter (users_limit.c): a client that signed in to the account
+ * before is judged by its own key alone; any other by the account's and
+ * its address's. */
 typedef struct users_signin {
     users_http *uh;
     json_t *body;
     const char *email, *password;
     char hash[USERS_HASH_MAX];
-    char account_key[USERS_EMAIL_MAX + 16], addr_key[80];
-    bool known;
+    char account_key[USERS_LIMIT_KEY_MAX], addr_key[80], device_key[USERS_LIMIT_KEY_MAX];
+    bool known;       /* the email is an account's */
+    bool trusted;     /* the client signed in to it before (device_key) */
+    bool has_device;  /* ... and holds a device token of it */
     users_account u;
     bool ok;
 } users_signin;
+
+#define USERS_DEVICE_COOKIE "chime_device"
 
 static void signin_free(users_signin *s)
 {
@@ -169,6 +184,32 @@ static void signin_work(void *p)
     s->ok = users_verify_password(s->hash, s->password) && s->known;
 }
 
+static void signin_fail(http_req *r, store *db, users_signin *s, int64_t now)
+{
+    const users_http_opts *o = &s->uh->o;
+    users_limit acct = {o->signin_limit, o->signin_window_s * 1000};
+    users_limit addr = {o->signin_ip_limit, o->signin_window_s * 1000};
+    int rc = s->trusted ? users_limit_fail(db, s->device_key, now, &acct)
+                        : users_limit_fail(db, s->account_key, now, &acct);
+    if (rc == USERS_OK && !s->trusted) rc = users_limit_fail(db, s->addr_key, now, &addr);
+    if (rc != USERS_OK) http_send_db_error(r, store_errmsg(db));
+    else http_send_error(r, 401, "invalid_credentials", NULL, "wrong email or password");
+}
+
+/* A client without a device token of the account gets one, as a cookie
+ * for the sign-in path only (it is of no use elsewhere). */
+static int signin_device_cookie(http_req *r, store *db, users_signin *s)
+{
+    char device[USERS_TOKEN_MAX], cookie[USERS_TOKEN_MAX + 128];
+    if (s->has_device) return USERS_OK;
+    if (users_device_create(db, s->u.id, device) != USERS_OK) return USERS_ERROR;
+    snprintf(cookie, sizeof cookie, USERS_DEVICE_COOKIE "=%s; Path=/v1/sessions; Max-Age=%lld; HttpOnly; "
+             "SameSite=Strict", device, (long long)(USERS_DEVICE_TTL_MS / 1000));
+    http_add_header(r, "Set-Cookie", cookie);
+    sodium_memzero(device, sizeof device);
+    return USERS_OK;
+}
+
 static void signin_done(http_req *r, void *p)
 {
     users_signin *s = p;
@@ -180,18 +221,13 @@ static void signin_done(http_req *r, void *p)
     store *db = db_of(s->uh, r);
     int64_t now = base_now_ms();
     if (!s->ok) {
-        users_limit acct = {o->signin_limit, o->signin_window_s * 1000};
-        users_limit addr = {o->signin_ip_limit, o->signin_window_s * 1000};
-        if (users_limit_fail(db, s->account_key, now, &acct) != USERS_OK ||
-            users_limit_fail(db, s->addr_key, now, &addr) != USERS_OK)
-            http_send_db_error(r, store_errmsg(db));
-        else
-            http_send_error(r, 401, "invalid_credentials", NULL, "wrong email or password");
+        signin_fail(r, db, s, now);
         signin_free(s);
         return;
     }
     char token[USERS_TOKEN_MAX];
-    if (users_limit_reset(db, s->account_key) != USERS_OK ||
+    if (users_limit_reset(db, s->trusted ? s->device_key : s->account_key) != USERS_OK ||
+        signin_device_cookie(r, db, s) != USERS_OK ||
         users_session_create(db, s->u.id, o->session_ttl_s, token) != USERS_OK) {
         http_send_db_error(r, store_errmsg(db));
     } else {
@@ -204,12 +240,12 @@ static void signin_done(http_req *r, void *p)
     signin_free(s);
 }
 
-/* 429 when either the account or the client address is locked. */
+/* 429 while a key the client is judged by must wait. */
 static bool signin_limited(http_req *r, store *db, users_signin *s)
 {
     int64_t retry = 0, now = base_now_ms();
-    int a = users_limit_check(db, s->account_key, now, &retry);
-    int b = a == USERS_OK ? users_limit_check(db, s->addr_key, now, &retry) : a;
+    int a = users_limit_check(db, s->trusted ? s->device_key : s->account_key, now, &retry);
+    int b = a == USERS_OK && !s->trusted ? users_limit_check(db, s->addr_key, now, &retry) : a;
     if (a == USERS_ERROR || b == USERS_ERROR) {
         http_send_db_error(r, store_errmsg(db));
         return true;
@@ -220,6 +256,54 @@ static bool signin_limited(http_req *r, store *db, users_signin *s)
     http_add_header(r, "Retry-After", secs);
     http_send_error(r, 429, "too_many_attempts", NULL, "too many failed sign-ins; retry in %lld s", (long long)retry);
     return true;
+}
+
+/* The chime_device cookie's value, if the request has one. */
+static bool signin_cookie(const http_req *r, http_str *out)
+{
+    http_str h;
+    if (!http_header(r, "cookie", &h)) return false;
+    const char *p = h.ptr, *end = h.ptr + h.len;
+    size_t nlen = strlen(USERS_DEVICE_COOKIE);
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == ';')) p++;
+        const char *semi = memchr(p, ';', (size_t)(end - p));
+        const char *stop = semi ? semi : end;
+        if ((size_t)(stop - p) > nlen && memcmp(p, USERS_DEVICE_COOKIE "=", nlen + 1) == 0) {
+            out->ptr = p + nlen + 1;
+            out->len = (size_t)(stop - out->ptr);
+            return true;
+        }
+        p = stop;
+    }
+    return false;
+}
+
+static bool bearer_token(const http_req *r, http_str *tok);
+
+/* Whether the client signed in to the account before (s->trusted). */
+static int signin_trust(http_req *r, store *db, users_signin *s)
+{
+    http_str dev = {0}, ses = {0};
+    bool has_dev = signin_cookie(r, &dev), has_ses = bearer_token(r, &ses);
+    if (!s->known || (!has_dev && !has_ses)) return USERS_OK;
+    int rc = users_device_known(db, s->u.id, has_dev ? dev.ptr : NULL, dev.len, has_ses ? ses.ptr : NULL, ses.len,
+                                s->device_key);
+    s->trusted = rc == USERS_OK;
+    s->has_device = s->trusted && strncmp(s->device_key, "device:", 7) == 0;
+    return rc == USERS_ERROR ? USERS_ERROR : USERS_OK;
+}
+
+/* The limiter's keys: the account by its key (any form of the address
+ * counts as one), the address as the server sees it. */
+static void signin_keys(http_req *r, users_signin *s)
+{
+    users_email em;
+    char peer[64];
+    bool valid = users_email_normalize(s->email, &em, NULL, 0) == USERS_OK;
+    snprintf(s->account_key, sizeof s->account_key, "account:%s", valid ? em.key : em.legacy);
+    http_peer(r, peer, sizeof peer);
+    snprintf(s->addr_key, sizeof s->addr_key, "addr:%s", peer);
 }
 
 static void handle_signin(http_req *r, void *arg)
@@ -242,25 +326,18 @@ static void handle_signin(http_req *r, void *arg)
         signin_free(s);
         return;
     }
-    char peer[64], lower[USERS_EMAIL_MAX + 1];
-    size_t i = 0;
-    for (; s->email[i] && i < USERS_EMAIL_MAX; i++)
-        lower[i] = (char)(s->email[i] >= 'A' && s->email[i] <= 'Z' ? s->email[i] + 32 : s->email[i]);
-    lower[i] = '\0';
-    http_peer(r, peer, sizeof peer);
-    snprintf(s->account_key, sizeof s->account_key, "account:%s", lower);
-    snprintf(s->addr_key, sizeof s->addr_key, "addr:%s", peer);
-    if (signin_limited(r, db, s)) {
-        signin_free(s);
-        return;
-    }
+    signin_keys(r, s);
     int rc = users_find_by_email(db, s->email, &s->u, s->hash);
-    if (rc == USERS_ERROR) {
+    s->known = rc == USERS_OK;
+    if (rc == USERS_ERROR || signin_trust(r, db, s) != USERS_OK) {
         http_send_db_error(r, store_errmsg(db));
         signin_free(s);
         return;
     }
-    s->known = rc == USERS_OK;
+    if (signin_limited(r, db, s)) {
+        signin_free(s);
+        return;
+    }
     if (!s->known) snprintf(s->hash, sizeof s->hash, "%s", uh->dummy_hash);
     http_defer(r, signin_work, signin_done, s);
 }

@@ -1,5 +1,5 @@
-/* users_schema.c -- the users room's schema steps: accounts, sessions and
- * the sign-in limiter's failure records. See store.h for the rules of a
+/* users_schema.c -- the users room's schema steps: accounts, sessions,
+ * the sign-in limiter's failure records and known devices. See store.h for the rules of a
  * step (never edit or renumber one that has shipped). */
 #include "users/users.h"
 
@@ -25,9 +25,25 @@ static const store_migration users_steps[] = {
      " window_start_ms BIGINT NOT NULL,"
      " locked_until_ms BIGINT NOT NULL DEFAULT 0)",
      NULL},
+    /* E-mail addresses in normal form (users_email.c): display NFC,
+     * email_lower becomes the NFC case-folded key, email_skeleton the
+     * TR39 skeleton that look-alikes share (unique: see
+     * users_email_migrate, which fills both and makes the index). */
+    {21, "email_normal_form", "ALTER TABLE users ADD COLUMN email_skeleton TEXT", NULL},
+    /* Clients that signed in before (users_limit.c): the SHA-256 of the
+     * device token each was given. */
+    {22, "known_devices",
+     "CREATE TABLE known_devices ("
+     " token_hash TEXT PRIMARY KEY,"
+     " user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+     " created_ms BIGINT NOT NULL,"
+     " last_used_ms BIGINT NOT NULL);"
+     "CREATE INDEX known_devices_used ON known_devices(last_used_ms)",
+     NULL},
 };
 
 int users_schema_add(store_schema *s)
 {
-    return store_schema_add(s, users_steps, sizeof users_steps / sizeof users_steps[0]);
+    if (store_schema_add(s, users_steps, sizeof users_steps / sizeof users_steps[0]) != 0) return -1;
+    return store_schema_add_fn(s, 21, users_email_migrate);
 }

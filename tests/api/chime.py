@@ -71,8 +71,11 @@ class Server:
         os.close(fd)
         deadline = time.time() + timeout
         while time.time() < deadline:
-            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", self.log())
-            if m:
+            # Listening comes first; "serving" once the jobs, the chat and
+            # the reminder engine have started too (the node is registered).
+            log = self.log()
+            m = re.search(r"listening on http://127\.0\.0\.1:(\d+)", log)
+            if m and re.search(r"chime \S+ serving", log):
                 self.port = int(m.group(1))
                 return self
             if self.proc.poll() is not None:

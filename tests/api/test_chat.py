@@ -168,12 +168,15 @@ class TestMessages(ChatTest):
         self.assertError(self.server.post(path, {"client_msg_id": "x", "text": ""}, token=ta), 400, "text")
         self.assertError(self.server.post(path, {"client_msg_id": "x", "text": "a" * 8001}, token=ta), 400, "text")
         self.assertError(self.server.post(path, {"client_msg_id": "x", "text": "a\u0000b"}, token=ta), 400, "text")
+        self.assertError(self.server.post(path, {"client_msg_id": "x", "text": "crlf\r\nline"}, token=ta), 400, "text")
+        self.assertError(self.server.post(path, {"client_msg_id": "x\ny", "text": "hi"}, token=ta), 400, "client_msg_id")
         self.assertError(self.server.post(path, {"text": "hi"}, token=ta), 400, "client_msg_id")
         self.assertError(self.server.post(path, {"client_msg_id": "x", "text": 5}, token=ta), 400, "text")
         self.assertError(self.server.request("POST", path, raw=b"\xff\xfe", token=ta,
                                              headers={"Content-Type": "application/json"}), 400)
         ok = self.send(ta, conv, "é" * 4000, "utf8")  # 8000 bytes of UTF-8
         self.assertEqual(ok["text"], "é" * 4000)
+        self.assertEqual(self.send(ta, conv, "two\n\tlines", "lines")["text"], "two\n\tlines")
         self.assertEqual(self.server.get(conv_path(conv, "/messages"), token=tb).json["messages"][0]["seq"], 1)
 
 

@@ -101,6 +101,10 @@ class TestPosts(FeedTest):
         for bad in ({"text": ""}, {"text": "x" * 2001}, {"text": "a\u0000b"}, {"text": 1}, {}, {"text": "x", "z": 1},
                     {"text": "x", "client_post_id": ""}):
             self.assertError(self.server.post("/v1/posts", bad, token=ta), 400)
+        for bad, field in (({"text": "bell\x07"}, "text"), ({"text": "crlf\r\n"}, "text"),
+                           ({"text": "x", "client_post_id": "a\tb"}, "client_post_id")):
+            self.assertError(self.server.post("/v1/posts", bad, token=ta), 400, field)
+        self.assertEqual(self.post(tb, "two\n\tlines")["text"], "two\n\tlines")  # b's, not counted below
         wide = self.post(ta, "é" * 1000)  # 2000 bytes of UTF-8
         self.assertEqual(wide["text"], "é" * 1000)
         ids.append(int(wide["id"]))

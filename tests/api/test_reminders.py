@@ -33,7 +33,10 @@ def soon(seconds=3):
 
 
 class ReminderTest(ServerTest):
-    server_args = FAST
+    # Series here repeat every two seconds; the default minimum interval
+    # between a series' reminders (5 minutes, test_reminder_floods.py)
+    # would skip all but the first.
+    server_args = FAST + ["--reminder-min-interval", "1"]
 
     @classmethod
     def setUpClass(cls):

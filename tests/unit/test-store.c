@@ -133,9 +133,9 @@ static void test_schema_columns(void **state)
     columns_of(s, "users", got, sizeof got);
     assert_string_equal(got, lite
         ? "id:bigint:0 email:text:1 email_lower:text:1 name:text:1 password_hash:text:1 "
-          "is_admin:integer:1 created_ms:bigint:1 "
+          "is_admin:integer:1 created_ms:bigint:1 email_skeleton:text:0 "
         : "id:bigint:1 email:text:1 email_lower:text:1 name:text:1 password_hash:text:1 "
-          "is_admin:integer:1 created_ms:bigint:1 ");
+          "is_admin:integer:1 created_ms:bigint:1 email_skeleton:text:0 ");
     columns_of(s, "sessions", got, sizeof got);
     assert_string_equal(got, lite
         ? "token_hash:text:0 user_id:bigint:1 created_ms:bigint:1 expires_ms:bigint:1 "

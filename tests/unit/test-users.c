@@ -121,6 +121,25 @@ static void test_limiter(void **state)
     assert_int_equal(users_limit_check(db->s, "account:x", t + 50, &retry), USERS_OK);
 }
 
+/* Past the allowance each failure doubles the wait, up to the window; the
+ * count lasts a window after the last failure, not after the first. */
+static void test_limiter_grows(void **state)
+{
+    testdb *db = *state;
+    users_limit lim = {.max_failures = 2, .window_ms = 10000};
+    int64_t retry = 0, t = 1000000;
+    int64_t want[] = {0, 1, 2, 4, 8, 10, 10};
+    for (int i = 0; i < 7; i++) {
+        t += 9000; /* within the window of the last failure, after the wait */
+        assert_int_equal(users_limit_fail(db->s, "addr:g", t, &lim), USERS_OK);
+        int rc = users_limit_check(db->s, "addr:g", t, &retry);
+        assert_int_equal(rc, want[i] ? 1 : USERS_OK);
+        if (want[i]) assert_int_equal(retry, want[i]);
+    }
+    assert_int_equal(users_limit_fail(db->s, "addr:g", t + 10001, &lim), USERS_OK); /* counts from 1 again */
+    assert_int_equal(users_limit_check(db->s, "addr:g", t + 10001 + 11000, &retry), USERS_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -129,6 +148,7 @@ int main(void)
         TESTDB_TEST(test_create_and_find),
         TESTDB_TEST(test_sessions),
         TESTDB_TEST(test_limiter),
+        TESTDB_TEST(test_limiter_grows),
     };
     return cmocka_run_group_tests(tests, setup_hash, NULL);
 }
