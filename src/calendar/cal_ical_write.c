@@ -123,6 +123,15 @@ static void times_line(ical_writer *w, const char *name, const cal_event *e, con
     free(vals);
 }
 
+/* NAME[;params]:value of one local time of the event's zone, into buf. */
+static void time_text(char *buf, size_t size, const char *name, const cal_event *e, int64_t local)
+{
+    char params[CAL_ZONE_MAX + 8], v[16];
+    time_params(e, params, sizeof params);
+    fmt_local(local, e->all_day, v);
+    snprintf(buf, size, "%s%s:%s%s", name, params, v, is_utc(e) && !e->all_day ? "Z" : "");
+}
+
 static void time_line(ical_writer *w, const char *name, const cal_event *e, int64_t local)
 {
     times_line(w, name, e, &local, 1);
@@ -311,6 +320,29 @@ static void series_event(ical_writer *w, const cal_event *e, const cal_series *s
     linef(w, "END:VEVENT");
 }
 
+/* One instance's VEVENT: its three time lines already formatted (rid
+ * NULL for a single event), the rest from the series and the override. */
+static void instance_event(ical_writer *w, const cal_event *e, const cal_override *o, const char *rid,
+                           const char *dtstart, const char *dtend)
+{
+    linef(w, "BEGIN:VEVENT");
+    text_line(w, "UID", e->ical_uid);
+    stamps(w, e);
+    if (rid) linef(w, "%s", rid);
+    linef(w, "%s", dtstart);
+    linef(w, "%s", dtend);
+    text_line(w, "SUMMARY", o && o->summary ? o->summary : e->summary);
+    text_line(w, "DESCRIPTION", o && o->description ? o->description : e->description);
+    text_line(w, "LOCATION", o && o->location ? o->location : e->location);
+    status_line(w, o && o->status[0] ? o->status : e->status);
+    linef(w, "SEQUENCE:0");
+    people(w, e);
+    alarms(w, e);
+    linef(w, "END:VEVENT");
+}
+
+#define TIME_LINE_MAX (CAL_ZONE_MAX + 48)
+
 static void override_event(ical_writer *w, const cal_event *e, const cal_series *s, const cal_override *o)
 {
     if (o->cancelled || strcmp(o->status, "cancelled") == 0) return;
@@ -327,24 +359,18 @@ static void override_event(ical_writer *w, const cal_event *e, const cal_series 
         start = o->moved ? o->start_ms / 1000 : orig;
         end = o->moved ? o->end_ms / 1000 : orig + e->duration_s;
     }
-    linef(w, "BEGIN:VEVENT");
-    text_line(w, "UID", e->ical_uid);
-    stamps(w, e);
-    time_line(w, "RECURRENCE-ID", e, orig);
-    time_line(w, "DTSTART", e, start);
-    time_line(w, "DTEND", e, end);
-    text_line(w, "SUMMARY", o->summary ? o->summary : e->summary);
-    text_line(w, "DESCRIPTION", o->description ? o->description : e->description);
-    text_line(w, "LOCATION", o->location ? o->location : e->location);
-    status_line(w, o->status[0] ? o->status : e->status);
-    linef(w, "SEQUENCE:0");
-    people(w, e);
-    alarms(w, e);
-    linef(w, "END:VEVENT");
+    char rid[TIME_LINE_MAX], ds[TIME_LINE_MAX], de[TIME_LINE_MAX];
+    time_text(rid, sizeof rid, "RECURRENCE-ID", e, orig);
+    time_text(ds, sizeof ds, "DTSTART", e, start);
+    time_text(de, sizeof de, "DTEND", e, end);
+    instance_event(w, e, o, rid, ds, de);
 }
 
-char *ical_write(const cal_calendar *cal, const cal_event *events, size_t nevents, const cal_override *ovs,
-                 size_t novs, tz_db *tz, int64_t now_ms, size_t *len)
+/* The VCALENDAR around events. publish: a whole calendar (METHOD and the
+ * calendar's name and zone, as the export and feeds carry); otherwise one
+ * CalDAV resource, which RFC 4791 4.1 forbids METHOD in. */
+static char *write_vcalendar(const cal_calendar *cal, const cal_event *events, size_t nevents, const cal_override *ovs,
+                             size_t novs, tz_db *tz, int64_t now_ms, size_t *len)
 {
     char *out = NULL;
     *len = 0;
@@ -354,9 +380,11 @@ char *ical_write(const cal_calendar *cal, const cal_event *events, size_t nevent
     linef(&w, "PRODID:-//chime//chime calendar//EN");
     linef(&w, "VERSION:2.0");
     linef(&w, "CALSCALE:GREGORIAN");
-    linef(&w, "METHOD:PUBLISH");
-    text_line(&w, "X-WR-CALNAME", cal->summary);
-    if (cal->time_zone[0]) linef(&w, "X-WR-TIMEZONE:%s", cal->time_zone);
+    if (cal) {
+        linef(&w, "METHOD:PUBLISH");
+        text_line(&w, "X-WR-CALNAME", cal->summary);
+        if (cal->time_zone[0]) linef(&w, "X-WR-TIMEZONE:%s", cal->time_zone);
+    }
     vtimezones(&w, events, nevents);
     size_t oi = 0;
     for (size_t i = 0; i < nevents; i++) {
@@ -370,6 +398,63 @@ char *ical_write(const cal_calendar *cal, const cal_event *events, size_t nevent
         series_event(&w, e, &s, ovs + first, oi - first);
         for (size_t k = first; k < oi; k++) override_event(&w, e, &s, &ovs[k]);
     }
+    linef(&w, "END:VCALENDAR");
+    if (fclose(w.f) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+char *ical_write(const cal_calendar *cal, const cal_event *events, size_t nevents, const cal_override *ovs,
+                 size_t novs, tz_db *tz, int64_t now_ms, size_t *len)
+{
+    return write_vcalendar(cal, events, nevents, ovs, novs, tz, now_ms, len);
+}
+
+char *ical_write_resource(const cal_event *e, const cal_override *ovs, size_t novs, tz_db *tz, size_t *len)
+{
+    /* The zones' transitions are listed up to 30 years past the event's
+     * last change rather than past today, so the bytes (and the strong
+     * ETag that stands for them) stay the same until the event changes. */
+    return write_vcalendar(NULL, e, 1, ovs, novs, tz, e->updated_ms, len);
+}
+
+/* An expanded instance's times: UTC date-times, or dates for all-day. */
+static void expanded_text(char *buf, size_t size, const char *name, const cal_event *e, int64_t utc_ms, int64_t local)
+{
+    char v[16];
+    fmt_local(e->all_day ? local : utc_ms / 1000, e->all_day, v);
+    snprintf(buf, size, "%s%s:%s%s", name, e->all_day ? ";VALUE=DATE" : "", v, e->all_day ? "" : "Z");
+}
+
+static void expanded_item(ical_writer *w, const cal_item *it)
+{
+    const cal_event *e = it->ev;
+    const cal_override *o = it->ov;
+    int64_t start = it->original_local, end = it->original_local + e->duration_s;
+    if (o && o->moved) {
+        start = civil_to_seconds(&o->start_local);
+        end = civil_to_seconds(&o->end_local);
+    }
+    char rid[TIME_LINE_MAX], ds[TIME_LINE_MAX], de[TIME_LINE_MAX];
+    expanded_text(rid, sizeof rid, "RECURRENCE-ID", e, it->original_ms, it->original_local);
+    expanded_text(ds, sizeof ds, "DTSTART", e, it->start_ms, start);
+    expanded_text(de, sizeof de, "DTEND", e, it->end_ms, end);
+    instance_event(w, e, o, it->recurring ? rid : NULL, ds, de);
+}
+
+char *ical_write_expanded(const cal_item *items, size_t n, size_t *len)
+{
+    char *out = NULL;
+    *len = 0;
+    ical_writer w = {.f = open_memstream(&out, len)};
+    if (!w.f) return NULL;
+    linef(&w, "BEGIN:VCALENDAR");
+    linef(&w, "PRODID:-//chime//chime calendar//EN");
+    linef(&w, "VERSION:2.0");
+    linef(&w, "CALSCALE:GREGORIAN");
+    for (size_t i = 0; i < n; i++) expanded_item(&w, &items[i]);
     linef(&w, "END:VCALENDAR");
     if (fclose(w.f) != 0) {
         free(out);

@@ -218,6 +218,19 @@ int cal_calendar_create(store *db, int64_t user_id, const char *summary, const c
     return rc == STORE_ROW ? CAL_OK : CAL_ERROR;
 }
 
+int cal_calendar_rename(store *db, int64_t user_id, int64_t id, const char *summary)
+{
+    store_stmt *st = store_prepare(db, "UPDATE calendars SET summary = $3 WHERE id = $1 AND owner_id = $2");
+    store_bind_int64(st, 1, id);
+    store_bind_int64(st, 2, user_id);
+    store_bind_str(st, 3, summary);
+    int rc = store_step(st);
+    int64_t changed = store_changes(st);
+    store_reset(st);
+    if (rc != STORE_DONE) return CAL_ERROR;
+    return changed ? CAL_OK : CAL_NOT_FOUND;
+}
+
 int cal_calendar_delete(store *db, int64_t user_id, int64_t id)
 {
     cal_calendar c;

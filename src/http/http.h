@@ -22,7 +22,15 @@ typedef enum http_method {
     HTTP_DELETE = 1 << 4,
     HTTP_HEAD = 1 << 5,
     HTTP_OPTIONS = 1 << 6,
+    /* WebDAV (RFC 4918, 3253) and CalDAV (RFC 4791) */
+    HTTP_PROPFIND = 1 << 7,
+    HTTP_PROPPATCH = 1 << 8,
+    HTTP_REPORT = 1 << 9,
+    HTTP_MKCOL = 1 << 10,
+    HTTP_MKCALENDAR = 1 << 11,
 } http_method;
+
+#define HTTP_METHOD_COUNT 12
 
 #define HTTP_MAX_PARAMS 4
 

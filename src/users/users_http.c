@@ -13,6 +13,7 @@
 #include "http/json.h"
 #include "time/rfc3339.h"
 #include "users/users.h"
+#include "users/users_app_http.h"
 
 struct users_http {
     users_http_opts o;
@@ -182,8 +183,7 @@ static void signin_done(http_req *r, void *p)
     if (!s->ok) {
         users_limit acct = {o->signin_limit, o->signin_window_s * 1000};
         users_limit addr = {o->signin_ip_limit, o->signin_window_s * 1000};
-        if (users_limit_fail(db, s->account_key, now, &acct) != USERS_OK ||
-            users_limit_fail(db, s->addr_key, now, &addr) != USERS_OK)
+        if (users_limit_fail_both(db, s->account_key, s->addr_key, now, &acct, &addr) != USERS_OK)
             http_send_db_error(r, store_errmsg(db));
         else
             http_send_error(r, 401, "invalid_credentials", NULL, "wrong email or password");
@@ -203,17 +203,29 @@ static void signin_done(http_req *r, void *p)
     signin_free(s);
 }
 
+void users_limit_keys(const http_req *r, const char *prefix, const char *email, char *account, size_t asize,
+                      char *addr, size_t bsize)
+{
+    char peer[64], lower[USERS_EMAIL_MAX + 1];
+    size_t i = 0;
+    for (; email[i] && i < USERS_EMAIL_MAX; i++)
+        lower[i] = (char)(email[i] >= 'A' && email[i] <= 'Z' ? email[i] + 32 : email[i]);
+    lower[i] = '\0';
+    http_peer(r, peer, sizeof peer);
+    snprintf(account, asize, "%saccount:%s", prefix, lower);
+    snprintf(addr, bsize, "%saddr:%s", prefix, peer);
+}
+
 /* 429 when either the account or the client address is locked. */
 static bool signin_limited(http_req *r, store *db, users_signin *s)
 {
-    int64_t retry = 0, now = base_now_ms();
-    int a = users_limit_check(db, s->account_key, now, &retry);
-    int b = a == USERS_OK ? users_limit_check(db, s->addr_key, now, &retry) : a;
-    if (a == USERS_ERROR || b == USERS_ERROR) {
+    int64_t retry = 0;
+    int rc = users_limit_check_both(db, s->account_key, s->addr_key, base_now_ms(), &retry);
+    if (rc == USERS_ERROR) {
         http_send_db_error(r, store_errmsg(db));
         return true;
     }
-    if (a == USERS_OK && b == USERS_OK) return false;
+    if (rc == USERS_OK) return false;
     char secs[24];
     snprintf(secs, sizeof secs, "%lld", (long long)retry);
     http_add_header(r, "Retry-After", secs);
@@ -241,14 +253,7 @@ static void handle_signin(http_req *r, void *arg)
         signin_free(s);
         return;
     }
-    char peer[64], lower[USERS_EMAIL_MAX + 1];
-    size_t i = 0;
-    for (; s->email[i] && i < USERS_EMAIL_MAX; i++)
-        lower[i] = (char)(s->email[i] >= 'A' && s->email[i] <= 'Z' ? s->email[i] + 32 : s->email[i]);
-    lower[i] = '\0';
-    http_peer(r, peer, sizeof peer);
-    snprintf(s->account_key, sizeof s->account_key, "account:%s", lower);
-    snprintf(s->addr_key, sizeof s->addr_key, "addr:%s", peer);
+    users_limit_keys(r, "", s->email, s->account_key, sizeof s->account_key, s->addr_key, sizeof s->addr_key);
     if (signin_limited(r, db, s)) {
         signin_free(s);
         return;
@@ -335,4 +340,5 @@ void users_http_register(users_http *u, http_server *s)
     http_route(s, HTTP_POST, "/v1/sessions", handle_signin, u, 0);
     http_route(s, HTTP_DELETE, "/v1/sessions/current", handle_signout, u, HTTP_ROUTE_AUTH);
     http_route(s, HTTP_GET, "/v1/me", handle_me, u, HTTP_ROUTE_AUTH);
+    users_app_http_register(&u->o, s);
 }

@@ -25,6 +25,19 @@ static const store_migration users_steps[] = {
      " window_start_ms BIGINT NOT NULL,"
      " locked_until_ms BIGINT NOT NULL DEFAULT 0)",
      NULL},
+    /* App passwords: what calendar apps sign in with over HTTP Basic (they
+     * cannot send bearer tokens). Random and long, so a SHA-256 is enough
+     * to store; the account password is never accepted in their place.
+     * Versions 30-39 belong to the CalDAV branch. */
+    {30, "app_passwords",
+     "CREATE TABLE app_passwords ("
+     " id BIGINT PRIMARY KEY,"
+     " user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+     " label TEXT NOT NULL,"
+     " hash TEXT NOT NULL,"
+     " created_ms BIGINT NOT NULL);"
+     "CREATE INDEX app_passwords_user ON app_passwords(user_id, hash)",
+     NULL},
 };
 
 int users_schema_add(store_schema *s)
