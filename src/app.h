@@ -4,6 +4,7 @@
 #ifndef CHIME_APP_H
 #define CHIME_APP_H
 
+#include "caldav/caldav_http.h"
 #include "calendar/cal_http.h"
 #include "config.h"
 #include "http/server.h"
@@ -27,6 +28,7 @@ typedef struct app {
     /* The domains' HTTP contexts (app_http_new makes them). */
     users_http *users;
     cal_http cal;
+    caldav_http caldav;
     jobs_http jobs_routes;
     notify_http inbox;
     webhooks_http webhooks;
@@ -36,6 +38,7 @@ typedef struct app {
     jobs_registry *jobs;
     jobs_scheduler *scheduler;
     users_cleanup_opts cleanup;
+    caldav_prune_opts caldav_prune;
     /* Outbound webhooks and email; app_channels_start makes it. */
     struct channels *channels;
     /* Reminders: the scanner and delivery workers (they send through

@@ -79,6 +79,8 @@ static const opt_def opts[] = {
         "milliseconds each webhook or email attempt may take (default 10000)"),
     NUM("send-max-in-flight", send_max_in_flight, OPT_INT, 1, 65536,
         "webhook and email sends outstanding at once; more wait their turn (default 1024)"),
+    NUM("caldav-sync-ttl", caldav_sync_ttl, OPT_MS, 0, 3660LL * 86400000,
+        "seconds a deleted event is still reported to CalDAV sync; older sync tokens expire (default 7776000)"),
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -112,6 +114,7 @@ void config_defaults(chime_config *c)
     strcpy(c->smtp_from, "chime <noreply@localhost>");
     c->webhook_timeout = 10000;
     c->send_max_in_flight = 1024;
+    c->caldav_sync_ttl = 90LL * 86400000;
 }
 
 /* "2", "0.5", "1.25" seconds or "500ms", to whole milliseconds. */

@@ -43,6 +43,7 @@ typedef struct chime_config {
     int64_t webhook_allow_private; /* 0/1: webhooks may reach private networks */
     int64_t webhook_timeout;/* ms per delivery attempt */
     int64_t send_max_in_flight; /* webhook/email sends outstanding at once */
+    int64_t caldav_sync_ttl;    /* ms a CalDAV tombstone is kept */
 } chime_config;
 
 void config_defaults(chime_config *c);

@@ -144,6 +144,9 @@ char *ical_write(const cal_calendar *cal, const cal_event *events, size_t nevent
  * its overrides, no METHOD and nothing of the calendar's; the same bytes
  * for as long as the event is unchanged. NULL when out of memory. */
 char *ical_write_resource(const cal_event *e, const cal_override *ovs, size_t novs, tz_db *tz, size_t *len);
+/* A VCALENDAR holding the VTIMEZONE of one zone (none for UTC), listing
+ * its transitions from the year of now_ms on; CalDAV's calendar-timezone. */
+char *ical_write_timezone(const char *zone, tz_db *tz, int64_t now_ms, size_t *len);
 /* Instances as CalDAV's expand writes them (RFC 4791 9.6.5): one VEVENT
  * each, overrides applied, with RECURRENCE-ID (not for a single event) and
  * times in UTC (all-day ones keep their dates), no RRULE, RDATE, EXDATE or

@@ -420,6 +420,26 @@ char *ical_write_resource(const cal_event *e, const cal_override *ovs, size_t no
     return write_vcalendar(NULL, e, 1, ovs, novs, tz, e->updated_ms, len);
 }
 
+char *ical_write_timezone(const char *zone, tz_db *tz, int64_t now_ms, size_t *len)
+{
+    char *out = NULL;
+    *len = 0;
+    ical_writer w = {.f = open_memstream(&out, len), .tz = tz, .now_ms = now_ms};
+    if (!w.f) return NULL;
+    linef(&w, "BEGIN:VCALENDAR");
+    linef(&w, "PRODID:-//chime//chime calendar//EN");
+    linef(&w, "VERSION:2.0");
+    cal_event e = {.start_ms = now_ms};
+    snprintf(e.time_zone, sizeof e.time_zone, "%s", zone);
+    vtimezones(&w, &e, 1);
+    linef(&w, "END:VCALENDAR");
+    if (fclose(w.f) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
 /* An expanded instance's times: UTC date-times, or dates for all-day. */
 static void expanded_text(char *buf, size_t size, const char *name, const cal_event *e, int64_t utc_ms, int64_t local)
 {
