@@ -6,6 +6,7 @@
  * zone data) over the years the events need, plus X-LIC-LOCATION for
  * clients that prefer their own copy of the zone. Floating and all-day times
  * stay floating; instants in UTC are written with Z. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,20 +24,25 @@ typedef struct ical_writer {
     int64_t now_ms;
 } ical_writer;
 
-/* One content line, folded. */
+/* One content line, folded: as many whole UTF-8 characters as fit in 75
+ * octets, written at once. */
 static void emit(ical_writer *w, const char *s)
 {
-    size_t n = strlen(s), col = 0;
-    for (size_t i = 0; i < n;) {
-        size_t k = 1;
-        while (i + k < n && ((unsigned char)s[i + k] & 0xC0) == 0x80) k++;
-        if (col + k > 75) {
+    size_t n = strlen(s), col = 0, i = 0;
+    while (i < n) {
+        size_t start = i;
+        while (i < n) {
+            size_t k = 1;
+            while (i + k < n && ((unsigned char)s[i + k] & 0xC0) == 0x80) k++;
+            if (col + k > 75) break;
+            col += k;
+            i += k;
+        }
+        fwrite(s + start, 1, i - start, w->f);
+        if (i < n) {
             fputs("\r\n ", w->f);
             col = 1;
         }
-        fwrite(s + i, 1, k, w->f);
-        col += k;
-        i += k;
     }
     fputs("\r\n", w->f);
 }
@@ -146,13 +152,13 @@ static void offset_text(int32_t off, char out[16])
     else snprintf(out, 16, "%c%02d%02d", off < 0 ? '-' : '+', a / 3600, a / 60 % 60);
 }
 
-static void observance(ical_writer *w, bool daylight, int64_t local, int32_t from, int32_t to, const char *abbr)
+static void observance(ical_writer *w, bool summer, int64_t local, int32_t from, int32_t to, const char *abbr)
 {
     char start[16], f[16], t[16];
     fmt_local(local, false, start);
     offset_text(from, f);
     offset_text(to, t);
-    const char *kind = daylight ? "DAYLIGHT" : "STANDARD";
+    const char *kind = summer ? "DAYLIGHT" : "STANDARD";
     linef(w, "BEGIN:%s", kind);
     linef(w, "DTSTART:%s", start);
     linef(w, "TZOFFSETFROM:%s", f);
@@ -188,6 +194,55 @@ static void vtimezone(ical_writer *w, const char *name, int64_t from, int64_t to
     linef(w, "END:VTIMEZONE");
 }
 
+/* Zones' VTIMEZONE blocks, kept once written: probing a zone day by day
+ * over 30 years is most of the cost of writing one event (measured on
+ * CalDAV multigets), and the same (zone, years) comes back for every event
+ * of a calendar. Shared by the threads under a lock; a bounded ring. */
+#define VTZ_CACHE 32
+static struct {
+    char zone[CAL_ZONE_MAX];
+    int64_t from, to;
+    char *text;
+} vtz_cache[VTZ_CACHE];
+static size_t vtz_next;
+static pthread_mutex_t vtz_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool vtimezone_from_cache(ical_writer *w, const char *name, int64_t from, int64_t to)
+{
+    bool hit = false;
+    pthread_mutex_lock(&vtz_lock);
+    for (size_t i = 0; i < VTZ_CACHE && !hit; i++) {
+        hit = vtz_cache[i].text && vtz_cache[i].from == from && vtz_cache[i].to == to &&
+              strcmp(vtz_cache[i].zone, name) == 0;
+        if (hit) fputs(vtz_cache[i].text, w->f);
+    }
+    pthread_mutex_unlock(&vtz_lock);
+    return hit;
+}
+
+static void vtimezone_cached(ical_writer *w, const char *name, int64_t from, int64_t to)
+{
+    if (vtimezone_from_cache(w, name, from, to)) return;
+    char *text = NULL;
+    size_t len = 0;
+    ical_writer sub = {.f = open_memstream(&text, &len), .tz = w->tz, .now_ms = w->now_ms};
+    if (!sub.f) return vtimezone(w, name, from, to);
+    vtimezone(&sub, name, from, to);
+    if (fclose(sub.f) != 0 || !text) {
+        free(text);
+        return vtimezone(w, name, from, to);
+    }
+    fputs(text, w->f);
+    pthread_mutex_lock(&vtz_lock);
+    size_t slot = vtz_next++ % VTZ_CACHE;
+    free(vtz_cache[slot].text);
+    snprintf(vtz_cache[slot].zone, sizeof vtz_cache[slot].zone, "%s", name);
+    vtz_cache[slot].from = from;
+    vtz_cache[slot].to = to;
+    vtz_cache[slot].text = text;
+    pthread_mutex_unlock(&vtz_lock);
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -215,7 +270,7 @@ static void vtimezones(ical_writer *w, const cal_event *events, size_t n)
     civil_from_seconds(earliest - 86400, &y);
     y.month = 1, y.day = 1, y.hour = y.minute = y.second = 0;
     int64_t from = civil_to_seconds(&y), to = w->now_ms / 1000 + (int64_t)VTZ_YEARS_AHEAD * 366 * 86400;
-    for (size_t i = 0; i < nn; i++) vtimezone(w, names[i], from, to);
+    for (size_t i = 0; i < nn; i++) vtimezone_cached(w, names[i], from, to);
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -414,10 +469,15 @@ char *ical_write(const cal_calendar *cal, const cal_event *events, size_t nevent
 
 char *ical_write_resource(const cal_event *e, const cal_override *ovs, size_t novs, tz_db *tz, size_t *len)
 {
-    /* The zones' transitions are listed up to 30 years past the event's
-     * last change rather than past today, so the bytes (and the strong
-     * ETag that stands for them) stay the same until the event changes. */
-    return write_vcalendar(NULL, e, 1, ovs, novs, tz, e->updated_ms, len);
+    /* The zones' transitions are listed up to 30 years past the year of
+     * the event's last change rather than past today, so the bytes (and
+     * the strong ETag that stands for them) stay the same until the event
+     * changes; by whole years, so a calendar's events share their
+     * VTIMEZONE text (vtimezone_cached). */
+    civil_time y;
+    civil_from_seconds(e->updated_ms / 1000, &y);
+    y.month = 1, y.day = 1, y.hour = y.minute = y.second = 0;
+    return write_vcalendar(NULL, e, 1, ovs, novs, tz, civil_to_seconds(&y) * 1000, len);
 }
 
 char *ical_write_timezone(const char *zone, tz_db *tz, int64_t now_ms, size_t *len)
