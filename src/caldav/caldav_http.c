@@ -183,7 +183,9 @@ void caldav_href_resource(caldav_ctx *c, const caldav_target *t, const char *nam
 
 static int hexval(char ch)
 {
-    return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+    if (ch >= '0' && ch <= '9') return ch - '0';
+    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
+    return ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
 }
 
 /* Percent-decodes a path ('+' stays '+'); -1 on a bad escape, a NUL or

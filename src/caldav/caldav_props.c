@@ -77,7 +77,8 @@ static void report_set(caldav_out *o)
     static const char *const reports[] = {"C:calendar-query", "C:calendar-multiget", "C:free-busy-query",
                                           "D:sync-collection"};
     co_raw(o, "<D:supported-report-set>");
-    for (size_t i = 0; i < 4; i++) co_fmt(o, "<D:supported-report><D:report><%s/></D:report></D:supported-report>", reports[i]);
+    for (size_t i = 0; i < 4; i++)
+        co_fmt(o, "<D:supported-report><D:report><%s/></D:report></D:supported-report>", reports[i]);
     co_raw(o, "</D:supported-report-set>");
 }
 
@@ -104,10 +105,16 @@ static bool principal_value(caldav_answer *a, node_state *s, caldav_prop_id id, 
         if (cal_user_lookup(c->db, NULL, c->me, &uid, s->email, sizeof s->email) != CAL_OK) return false;
     }
     switch (id) {
-    case CALDAV_P_RESOURCETYPE: co_raw(o, "<D:resourcetype><D:principal/><D:collection/></D:resourcetype>"); return true;
+    case CALDAV_P_RESOURCETYPE:
+        co_raw(o, "<D:resourcetype><D:principal/><D:collection/></D:resourcetype>");
+        return true;
     case CALDAV_P_DISPLAYNAME: text_el(o, "<D:displayname>", s->email, "</D:displayname>"); return true;
-    case CALDAV_P_PRINCIPAL_URL: href_el(o, "<D:principal-URL>", caldav_href_principal, c, "</D:principal-URL>"); return true;
-    case CALDAV_P_CALENDAR_HOME_SET: href_el(o, "<C:calendar-home-set>", caldav_href_home, c, "</C:calendar-home-set>"); return true;
+    case CALDAV_P_PRINCIPAL_URL:
+        href_el(o, "<D:principal-URL>", caldav_href_principal, c, "</D:principal-URL>");
+        return true;
+    case CALDAV_P_CALENDAR_HOME_SET:
+        href_el(o, "<C:calendar-home-set>", caldav_href_home, c, "</C:calendar-home-set>");
+        return true;
     case CALDAV_P_CALENDAR_USER_ADDRESS_SET:
         text_el(o, "<C:calendar-user-address-set><D:href>mailto:", s->email, "</D:href>");
         href_el(o, "", caldav_href_principal, c, "</C:calendar-user-address-set>");
@@ -135,7 +142,8 @@ static bool collection_token(caldav_answer *a, const caldav_target *t, node_stat
     char token[96];
     caldav_sync_token(t, s->seq, token, sizeof token);
     if (id == CALDAV_P_SYNC_TOKEN) text_el(o, "<D:sync-token>", token, "</D:sync-token>");
-    else text_el(o, "<CS:getctag>", token, "</CS:getctag>");
+    else if (id == CALDAV_P_GETCTAG) text_el(o, "<CS:getctag>", token, "</CS:getctag>");
+    else co_fmt(o, "<D:getetag>&quot;%" PRId64 "&quot;</D:getetag>", s->seq); /* changes with the CTag */
     return true;
 }
 
@@ -158,10 +166,15 @@ static bool collection_value(caldav_answer *a, const caldav_target *t, node_stat
 {
     const caldav_calprops *p = &t->props;
     switch (id) {
-    case CALDAV_P_RESOURCETYPE: co_raw(o, "<D:resourcetype><D:collection/><C:calendar/></D:resourcetype>"); return true;
-    case CALDAV_P_DISPLAYNAME: text_el(o, "<D:displayname>", t->invited ? "Invitations" : t->cal.summary, "</D:displayname>"); return true;
+    case CALDAV_P_RESOURCETYPE:
+        co_raw(o, "<D:resourcetype><D:collection/><C:calendar/></D:resourcetype>");
+        return true;
+    case CALDAV_P_DISPLAYNAME:
+        text_el(o, "<D:displayname>", t->invited ? "Invitations" : t->cal.summary, "</D:displayname>");
+        return true;
     case CALDAV_P_SYNC_TOKEN:
-    case CALDAV_P_GETCTAG: return collection_token(a, t, s, id, o);
+    case CALDAV_P_GETCTAG:
+    case CALDAV_P_GETETAG: return collection_token(a, t, s, id, o);
     case CALDAV_P_SUPPORTED_CALENDAR_COMPONENT_SET:
         co_raw(o, "<C:supported-calendar-component-set><C:comp name=\"VEVENT\"/></C:supported-calendar-component-set>");
         return true;
@@ -172,7 +185,9 @@ static bool collection_value(caldav_answer *a, const caldav_target *t, node_stat
     case CALDAV_P_SUPPORTED_REPORT_SET: report_set(o); return true;
     case CALDAV_P_CURRENT_USER_PRIVILEGE_SET: privileges(o, !t->invited); return true;
     case CALDAV_P_OWNER: href_el(o, "<D:owner>", caldav_href_principal, a->c, "</D:owner>"); return true;
-    case CALDAV_P_MAX_RESOURCE_SIZE: co_fmt(o, "<C:max-resource-size>%" PRId64 "</C:max-resource-size>", a->c->dav->max_resource); return true;
+    case CALDAV_P_MAX_RESOURCE_SIZE:
+        co_fmt(o, "<C:max-resource-size>%" PRId64 "</C:max-resource-size>", a->c->dav->max_resource);
+        return true;
     case CALDAV_P_CALENDAR_TIMEZONE: return collection_zone(a, t, o);
     case CALDAV_P_CALENDAR_COLOR:
         if (!p->color[0]) return false;

@@ -157,7 +157,8 @@ static const char *zone_of(caldav_ctx *c, const char *text)
     for (const ical_comp *cal = doc.roots; cal && !zone; cal = cal->next)
         for (const ical_comp *s = cal->subs; s && !zone; s = s->next) {
             const ical_prop *id = ical_prop_get(s, "TZID"), *loc = ical_prop_get(s, "X-LIC-LOCATION");
-            if (strcmp(s->name, "VTIMEZONE") == 0 && id) zone = ical_zone_map(c->tz, id->value, loc ? loc->value : NULL);
+            if (strcmp(s->name, "VTIMEZONE") == 0 && id)
+                zone = ical_zone_map(c->tz, id->value, loc ? loc->value : NULL);
         }
     ical_doc_free(&doc);
     return zone;
@@ -237,7 +238,8 @@ void caldav_handle_mkcol(caldav_ctx *c)
     if (mkcal ? (c->r->body.len && !rq.is_mkcalendar) : !rq.calendar_type)
         caldav_send_error(c, 403, CALDAV_NS_DAV, "valid-resourcetype", "only calendar collections can be made here");
     else if (rq.components && !(rq.components & CALDAV_COMP_VEVENT))
-        caldav_send_error(c, 403, CALDAV_NS_CAL, "supported-calendar-component", "chime calendars hold events (VEVENT)");
+        caldav_send_error(c, 403, CALDAV_NS_CAL, "supported-calendar-component",
+                          "chime calendars hold events (VEVENT)");
     else
         mk_create(c, &rq, segment);
     caldav_request_free(&rq);

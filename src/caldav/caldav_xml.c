@@ -469,7 +469,8 @@ int caldav_xml_parse(caldav_body kind, const char *body, size_t len, caldav_requ
         cx_fail(&p, 413, NULL, NULL, "an XML body is at most %d bytes", CALDAV_XML_MAX);
     } else if (blank(body, len)) {
         out->want = CALDAV_WANT_ALLPROP;
-        rc = kind == CALDAV_BODY_PROPFIND || kind == CALDAV_BODY_MKCOL ? 0 : cx_fail(&p, 400, NULL, NULL, "a body is required");
+        bool may_be_empty = kind == CALDAV_BODY_PROPFIND || kind == CALDAV_BODY_MKCOL;
+        rc = may_be_empty ? 0 : cx_fail(&p, 400, NULL, NULL, "a body is required");
     } else {
         xmlDocPtr doc = read_tree(&p, body, len);
         xmlNode *root = doc ? xmlDocGetRootElement(doc) : NULL;
