@@ -43,15 +43,16 @@ int caldav_events_load_all(caldav_ctx *c, const caldav_target *t, caldav_events 
     return CALDAV_OK;
 }
 
+static int cmp_event_id(const void *key, const void *elem)
+{
+    int64_t a = *(const int64_t *)key, b = ((const cal_event *)elem)->id;
+    return (a > b) - (a < b);
+}
+
+/* Listings hold their events sorted by id. */
 static const cal_event *find_event(const cal_listing *l, int64_t id)
 {
-    size_t lo = 0, hi = l->nevents;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (l->events[mid].id < id) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo < l->nevents && l->events[lo].id == id ? &l->events[lo] : NULL;
+    return l->nevents ? bsearch(&id, l->events, l->nevents, sizeof *l->events, cmp_event_id) : NULL;
 }
 
 /* The overrides of one event in a listing (sorted by event id). */

@@ -181,33 +181,6 @@ void caldav_href_resource(caldav_ctx *c, const caldav_target *t, const char *nam
     co_segment(o, name);
 }
 
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9') return ch - '0';
-    if (ch >= 'a' && ch <= 'f') return ch - 'a' + 10;
-    return ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
-}
-
-/* Percent-decodes a path ('+' stays '+'); -1 on a bad escape, a NUL or
- * overflow. */
-static int path_decode(const char *s, char *out, size_t size)
-{
-    size_t n = 0;
-    for (; *s; s++) {
-        char ch = *s;
-        if (ch == '%') {
-            int hi = hexval(s[1]), lo = hi < 0 ? -1 : hexval(s[2]);
-            if (lo < 0) return -1;
-            ch = (char)(hi << 4 | lo);
-            s += 2;
-        }
-        if (ch == '\0' || n + 1 >= size) return -1;
-        out[n++] = ch;
-    }
-    out[n] = '\0';
-    return 0;
-}
-
 const char *caldav_href_member(caldav_ctx *c, const caldav_target *t, const char *href, char *name, size_t size)
 {
     char path[CALDAV_HREF_MAX + 1], prefix[96], id_hex[17];
@@ -216,7 +189,7 @@ const char *caldav_href_member(caldav_ctx *c, const caldav_target *t, const char
         p = strchr(strchr(p, ':') + 3, '/');
         if (!p) return NULL;
     }
-    if (path_decode(p, path, sizeof path) != 0) return NULL;
+    if (http_url_decode(p, strlen(p), path, sizeof path, false) != 0) return NULL;
     snprintf(prefix, sizeof prefix, "/dav/calendars/%s/", c->me_hex);
     size_t plen = strlen(prefix);
     if (strncmp(path, prefix, plen) != 0) return NULL;

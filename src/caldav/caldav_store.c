@@ -78,8 +78,19 @@ int caldav_changes(store *db, int64_t coll, int64_t since, int64_t upto, size_t 
     return members_read(st, out);
 }
 
-static int member_one(store_stmt *st, caldav_member *out)
+/* The live resource of a collection with this name, or (name NULL) of
+ * this event. */
+static int member_by(store *db, int64_t coll, const char *name, int64_t event_id, caldav_member *out)
 {
+    store_stmt *st = store_prepare(db, name ? "SELECT " MEMBER_COLS " FROM caldav_resources r JOIN events e "
+                                              "ON e.id = r.event_id WHERE r.collection_id = $1 AND r.name = $2 "
+                                              "AND r.deleted = 0"
+                                            : "SELECT " MEMBER_COLS " FROM caldav_resources r JOIN events e "
+                                              "ON e.id = r.event_id WHERE r.collection_id = $1 AND r.event_id = $2 "
+                                              "AND r.deleted = 0");
+    store_bind_int64(st, 1, coll);
+    if (name) store_bind_str(st, 2, name);
+    else store_bind_int64(st, 2, event_id);
     caldav_members m;
     if (members_read(st, &m) != CALDAV_OK) return CALDAV_ERROR;
     int rc = m.n ? CALDAV_OK : CALDAV_NOT_FOUND;
@@ -90,22 +101,12 @@ static int member_one(store_stmt *st, caldav_member *out)
 
 int caldav_member_find(store *db, int64_t coll, const char *name, caldav_member *out)
 {
-    store_stmt *st = store_prepare(db, "SELECT " MEMBER_COLS " FROM caldav_resources r JOIN events e "
-                                       "ON e.id = r.event_id WHERE r.collection_id = $1 AND r.name = $2 "
-                                       "AND r.deleted = 0");
-    store_bind_int64(st, 1, coll);
-    store_bind_str(st, 2, name);
-    return member_one(st, out);
+    return member_by(db, coll, name, 0, out);
 }
 
 int caldav_member_of_event(store *db, int64_t coll, int64_t event_id, caldav_member *out)
 {
-    store_stmt *st = store_prepare(db, "SELECT " MEMBER_COLS " FROM caldav_resources r JOIN events e "
-                                       "ON e.id = r.event_id WHERE r.collection_id = $1 AND r.event_id = $2 "
-                                       "AND r.deleted = 0");
-    store_bind_int64(st, 1, coll);
-    store_bind_int64(st, 2, event_id);
-    return member_one(st, out);
+    return member_by(db, coll, NULL, event_id, out);
 }
 
 void caldav_default_name(const char *uid, char *out, size_t size)

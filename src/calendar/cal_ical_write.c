@@ -421,20 +421,41 @@ static void override_event(ical_writer *w, const cal_event *e, const cal_series 
     instance_event(w, e, o, rid, ds, de);
 }
 
+/* A VCALENDAR being written into a new heap string (*out, *len bytes). */
+static bool vcalendar_open(ical_writer *w, char **out, size_t *len, tz_db *tz, int64_t now_ms)
+{
+    *out = NULL;
+    *len = 0;
+    *w = (ical_writer){.f = open_memstream(out, len), .tz = tz, .now_ms = now_ms};
+    if (!w->f) return false;
+    linef(w, "BEGIN:VCALENDAR");
+    linef(w, "PRODID:-//chime//chime calendar//EN");
+    linef(w, "VERSION:2.0");
+    linef(w, "CALSCALE:GREGORIAN");
+    return true;
+}
+
+/* Ends it: the string (*out, which the stream set as it closed), or NULL
+ * when out of memory. */
+static char *vcalendar_close(ical_writer *w, char **out)
+{
+    linef(w, "END:VCALENDAR");
+    if (fclose(w->f) != 0) {
+        free(*out);
+        return NULL;
+    }
+    return *out;
+}
+
 /* The VCALENDAR around events. publish: a whole calendar (METHOD and the
  * calendar's name and zone, as the export and feeds carry); otherwise one
  * CalDAV resource, which RFC 4791 4.1 forbids METHOD in. */
 static char *write_vcalendar(const cal_calendar *cal, const cal_event *events, size_t nevents, const cal_override *ovs,
                              size_t novs, tz_db *tz, int64_t now_ms, size_t *len)
 {
-    char *out = NULL;
-    *len = 0;
-    ical_writer w = {.f = open_memstream(&out, len), .tz = tz, .now_ms = now_ms};
-    if (!w.f) return NULL;
-    linef(&w, "BEGIN:VCALENDAR");
-    linef(&w, "PRODID:-//chime//chime calendar//EN");
-    linef(&w, "VERSION:2.0");
-    linef(&w, "CALSCALE:GREGORIAN");
+    char *out;
+    ical_writer w;
+    if (!vcalendar_open(&w, &out, len, tz, now_ms)) return NULL;
     if (cal) {
         linef(&w, "METHOD:PUBLISH");
         text_line(&w, "X-WR-CALNAME", cal->summary);
@@ -453,12 +474,7 @@ static char *write_vcalendar(const cal_calendar *cal, const cal_event *events, s
         series_event(&w, e, &s, ovs + first, oi - first);
         for (size_t k = first; k < oi; k++) override_event(&w, e, &s, &ovs[k]);
     }
-    linef(&w, "END:VCALENDAR");
-    if (fclose(w.f) != 0) {
-        free(out);
-        return NULL;
-    }
-    return out;
+    return vcalendar_close(&w, &out);
 }
 
 char *ical_write(const cal_calendar *cal, const cal_event *events, size_t nevents, const cal_override *ovs,
@@ -482,22 +498,13 @@ char *ical_write_resource(const cal_event *e, const cal_override *ovs, size_t no
 
 char *ical_write_timezone(const char *zone, tz_db *tz, int64_t now_ms, size_t *len)
 {
-    char *out = NULL;
-    *len = 0;
-    ical_writer w = {.f = open_memstream(&out, len), .tz = tz, .now_ms = now_ms};
-    if (!w.f) return NULL;
-    linef(&w, "BEGIN:VCALENDAR");
-    linef(&w, "PRODID:-//chime//chime calendar//EN");
-    linef(&w, "VERSION:2.0");
+    char *out;
+    ical_writer w;
+    if (!vcalendar_open(&w, &out, len, tz, now_ms)) return NULL;
     cal_event e = {.start_ms = now_ms};
     snprintf(e.time_zone, sizeof e.time_zone, "%s", zone);
     vtimezones(&w, &e, 1);
-    linef(&w, "END:VCALENDAR");
-    if (fclose(w.f) != 0) {
-        free(out);
-        return NULL;
-    }
-    return out;
+    return vcalendar_close(&w, &out);
 }
 
 /* An expanded instance's times: UTC date-times, or dates for all-day. */
@@ -526,19 +533,9 @@ static void expanded_item(ical_writer *w, const cal_item *it)
 
 char *ical_write_expanded(const cal_item *items, size_t n, size_t *len)
 {
-    char *out = NULL;
-    *len = 0;
-    ical_writer w = {.f = open_memstream(&out, len)};
-    if (!w.f) return NULL;
-    linef(&w, "BEGIN:VCALENDAR");
-    linef(&w, "PRODID:-//chime//chime calendar//EN");
-    linef(&w, "VERSION:2.0");
-    linef(&w, "CALSCALE:GREGORIAN");
+    char *out;
+    ical_writer w;
+    if (!vcalendar_open(&w, &out, len, NULL, 0)) return NULL;
     for (size_t i = 0; i < n; i++) expanded_item(&w, &items[i]);
-    linef(&w, "END:VCALENDAR");
-    if (fclose(w.f) != 0) {
-        free(out);
-        return NULL;
-    }
-    return out;
+    return vcalendar_close(&w, &out);
 }

@@ -275,13 +275,12 @@ static int hexval(char c)
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-/* Percent-decodes src into buf; '+' is a space. -1 on bad escapes or overflow. */
-static int url_decode(const char *src, size_t len, char *buf, size_t size)
+int http_url_decode(const char *src, size_t len, char *buf, size_t size, bool plus_is_space)
 {
     size_t n = 0;
     for (size_t i = 0; i < len; i++) {
         char c = src[i];
-        if (c == '+') c = ' ';
+        if (c == '+' && plus_is_space) c = ' ';
         else if (c == '%') {
             if (i + 2 >= len) return -1;
             int hi = hexval(src[i + 1]), lo = hexval(src[i + 2]);
@@ -307,7 +306,7 @@ int http_query(const http_req *r, const char *name, char *buf, size_t size)
         const char *kend = eq ? eq : stop;
         if ((size_t)(kend - p) == nlen && memcmp(p, name, nlen) == 0) {
             const char *v = eq ? eq + 1 : stop;
-            return url_decode(v, (size_t)(stop - v), buf, size) == 0 ? 1 : -1;
+            return http_url_decode(v, (size_t)(stop - v), buf, size, true) == 0 ? 1 : -1;
         }
         p = stop + 1;
     }
