@@ -410,6 +410,23 @@ class CalDAVClientTest(ServerTest):
         r = bob.dav("REPORT", invited, sync_body(sync_token_of(r)))
         self.assertEqual(multistatus(r)[members[0]]["status"], 404)
 
+    def test_a_reminder_put_by_an_app_fires(self):
+        """A VALARM in a PUT is a reminder like the JSON API's: it lands in
+        the inbox at its time."""
+        cal = self.new_calendar()
+        start = datetime.datetime.now(UTC).replace(microsecond=0) + datetime.timedelta(seconds=66)
+        stamp = lambda t: t.strftime("%Y%m%dT%H%M%SZ")  # noqa: E731
+        text = vcal(["UID:alarm@test", "DTSTAMP:20260101T000000Z", "DTSTART:" + stamp(start),
+                     "DTEND:" + stamp(start + datetime.timedelta(minutes=30)), "SUMMARY:Call the bank",
+                     "BEGIN:VALARM", "ACTION:DISPLAY", "TRIGGER:-PT1M", "DESCRIPTION:Call", "END:VALARM"])
+        self.assertEqual(self.ada.put(urllib.parse.urlparse(str(cal.url)).path + "alarm.ics", text).status, 201)
+        deadline = time.time() + 40
+        items = []
+        while time.time() < deadline and not items:
+            items = self.server.get("/v1/notifications", token=self.ada.token).json["items"]
+            time.sleep(0.5)
+        self.assertEqual([i["summary"] for i in items], ["Call the bank"])
+
 
 def split_by_uid(text):
     """One VCALENDAR per UID of a file (its VTIMEZONEs copied into each)."""
