@@ -6,9 +6,10 @@ set -euo pipefail
 
 run_pkgs="build-essential pkg-config libh2o-evloop-dev libwslay-dev libssl-dev
   libjansson-dev libsqlite3-dev libpq-dev libsodium-dev libcurl4-openssl-dev
-  libical-dev libhiredis-dev libicu-dev"
+  libical-dev libhiredis-dev libicu-dev libxml2-dev"
 test_pkgs="clang libclang-rt-14-dev libcmocka-dev postgresql redis-server
-  python3 python3-dateutil python3-websocket curl wrk sqlite3"
+  python3 python3-dateutil python3-websocket curl wrk sqlite3
+  python3-caldav vdirsyncer khal radicale"
 
 want="$run_pkgs"
 [ "${1:-}" = "test" ] && want="$want $test_pkgs"

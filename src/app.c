@@ -120,6 +120,9 @@ http_server *app_http_new(app *a)
     a->cal = (cal_http){.dbs = a->dbs, .tz = a->tz};
     cal_on_change(&a->cal.changes, notify_on_calendar_change, &a->sync);
     calendar_http_register(&a->cal, s);
+    caldav_http_init();
+    a->caldav = (caldav_http){.cal = &a->cal, .max_resource = a->cfg.max_body};
+    caldav_http_register(&a->caldav, s);
     a->jobs_routes = (jobs_http){.dbs = a->dbs, .lease_ttl_ms = a->cfg.lease_ttl};
     jobs_http_register(&a->jobs_routes, s);
     a->inbox = (notify_http){.dbs = a->dbs};
@@ -209,6 +212,11 @@ static int register_jobs(app *a)
                       .handler = notify_cleanup_job, .arg = &a->notify_cleanup, .enabled = true,
                       .misfire = JOBS_MISFIRE_RUN_ONCE, .max_run_ms = 5 * 60000};
     if (jobs_register(a->jobs, &inbox, err, sizeof err) != 0) goto fail;
+    a->caldav_prune.ttl_ms = a->cfg.caldav_sync_ttl;
+    jobs_def prune = {.name = "caldav-tombstones", .schedule = "0 20 * * * *", .time_zone = "UTC",
+                      .handler = caldav_prune_job, .arg = &a->caldav_prune, .enabled = true,
+                      .misfire = JOBS_MISFIRE_RUN_ONCE, .max_run_ms = 5 * 60000};
+    if (jobs_register(a->jobs, &prune, err, sizeof err) != 0) goto fail;
     if (a->cfg.test_tick_job >= 0) {
         /* Late by under a minute: every missed tick is run in turn. */
         jobs_def tick = {.name = "tick", .schedule = "* * * * * *", .time_zone = "UTC",

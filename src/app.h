@@ -4,6 +4,7 @@
 #ifndef CHIME_APP_H
 #define CHIME_APP_H
 
+#include "caldav/caldav_http.h"
 #include "calendar/cal_http.h"
 #include "chat/chat_cleanup.h"
 #include "chat/chat_http.h"
@@ -35,6 +36,7 @@ typedef struct app {
     /* The domains' HTTP contexts (app_http_new makes them). */
     users_http *users;
     cal_http cal;
+    caldav_http caldav;
     jobs_http jobs_routes;
     notify_http inbox;
     webhooks_http webhooks;
@@ -57,6 +59,7 @@ typedef struct app {
     users_cleanup_opts cleanup;
     chat_cleanup_opts chat_cleanup;
     notify_cleanup_opts notify_cleanup;
+    caldav_prune_opts caldav_prune;
     /* Outbound webhooks and email; app_channels_start makes it. */
     struct channels *channels;
     /* Reminders: the scanner and delivery workers (they send through

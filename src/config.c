@@ -106,6 +106,8 @@ static const opt_def opts[] = {
         "accounts with more followers are never pushed: merged in at read time (default 10000)"),
     NUM("feed-timeline-max", feed_timeline_max, OPT_INT, 10, 100000,
         "pushed entries kept in a home timeline; reading further pulls (default 800)"),
+    NUM("caldav-sync-ttl", caldav_sync_ttl, OPT_MS, 0, 3660LL * 86400000,
+        "seconds a deleted event is still reported to CalDAV sync; older sync tokens expire (default 7776000)"),
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -151,6 +153,7 @@ void config_defaults(chime_config *c)
     c->feed_active_days = 30;
     c->feed_push_max_followers = 10000;
     c->feed_timeline_max = 800;
+    c->caldav_sync_ttl = 90LL * 86400000;
 }
 
 /* "2", "0.5", "1.25" seconds or "500ms", to whole milliseconds. */

@@ -58,6 +58,7 @@ typedef struct chime_config {
     int64_t feed_active_days;
     int64_t feed_push_max_followers;
     int64_t feed_timeline_max;
+    int64_t caldav_sync_ttl;    /* ms a CalDAV tombstone is kept */
 } chime_config;
 
 void config_defaults(chime_config *c);

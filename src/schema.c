@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "caldav/caldav_store.h"
 #include "calendar/calendar.h"
 #include "chat/chat.h"
 #include "feed/feed.h"
@@ -17,7 +18,7 @@ int chime_schema(store_schema *out)
     memset(out, 0, sizeof *out);
     if (users_schema_add(out) != 0 || cal_schema_add(out) != 0 || jobs_schema_add(out) != 0 ||
         notify_schema_add(out) != 0 || chat_schema_add(out) != 0 ||
-        feed_schema_add(out) != 0) {
+        feed_schema_add(out) != 0 || caldav_schema_add(out) != 0) {
         log_error("schema: two domains claim one version, or too many steps");
         return -1;
     }

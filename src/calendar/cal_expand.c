@@ -416,6 +416,33 @@ void cal_listing_free(cal_listing *l)
     memset(l, 0, sizeof *l);
 }
 
+int cal_busy(store *db, tz_db *tz, const cal_query *q, cal_interval **out, size_t *n)
+{
+    cal_listing l;
+    *out = NULL;
+    *n = 0;
+    if (cal_list(db, tz, q, &l) != CAL_OK) {
+        cal_listing_free(&l);
+        return CAL_ERROR;
+    }
+    cal_interval *iv = malloc((l.nitems + 1) * sizeof *iv);
+    if (!iv) {
+        cal_listing_free(&l);
+        return CAL_ERROR;
+    }
+    /* Items come sorted by start: merge overlapping or touching ones. */
+    for (size_t i = 0; i < l.nitems;) {
+        int64_t s = l.items[i].start_ms, e = l.items[i].end_ms;
+        for (i++; i < l.nitems && l.items[i].start_ms <= e; i++)
+            if (l.items[i].end_ms > e) e = l.items[i].end_ms;
+        iv[*n].start_ms = s < q->from_ms ? q->from_ms : s;
+        iv[(*n)++].end_ms = e > q->to_ms ? q->to_ms : e;
+    }
+    cal_listing_free(&l);
+    *out = iv;
+    return CAL_OK;
+}
+
 /* ---- resolving an edited event ------------------------------------------ */
 
 static void fail(char *err, size_t errlen, char *field, size_t fieldlen, const char *f, const char *msg)

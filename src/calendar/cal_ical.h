@@ -114,6 +114,19 @@ void ical_import_free(ical_import *im);
 /* Lists one more skipped component (the HTTP layer skips some too). */
 void ical_import_skip(ical_import *im, int line, const char *uid, const char *reason);
 
+/* What an import did (cal_import.c). */
+typedef struct cal_import_counts {
+    size_t imported, updated, ignored_attendees;
+} cal_import_counts;
+
+/* Saves every series of im into the calendar as user `me`, inside the
+ * caller's transaction: matched by UID within the calendar (a match takes
+ * the file's fields and its overrides are replaced by the file's), new
+ * UIDs inserted, attendees mapped to registered users. A lone instance
+ * whose series is already stored is skipped (listed in im). CAL_OK,
+ * CAL_CONFLICT (a concurrent writer took a UID) or CAL_ERROR. */
+int cal_import_save(store *db, int64_t me, const cal_calendar *cal, ical_import *im, cal_import_counts *n);
+
 /* The IANA zone for a TZID as producers write them: an IANA name, a Windows
  * name, a prefixed IANA name ("/mozilla.org/20050126_1/America/New_York"),
  * an Outlook display name ("(UTC-05:00) Eastern Time (US & Canada)"), or the
@@ -136,5 +149,17 @@ const char *ical_zone_match(tz_db *tz, const tz_zone *z, int64_t from, int64_t t
  * *len bytes. Returns NULL when out of memory. */
 char *ical_write(const cal_calendar *cal, const cal_event *events, size_t nevents, const cal_override *ovs,
                  size_t novs, tz_db *tz, int64_t now_ms, size_t *len);
+/* One CalDAV calendar object resource (RFC 4791 4.1): the series with
+ * its overrides, no METHOD and nothing of the calendar's; the same bytes
+ * for as long as the event is unchanged. NULL when out of memory. */
+char *ical_write_resource(const cal_event *e, const cal_override *ovs, size_t novs, tz_db *tz, size_t *len);
+/* A VCALENDAR holding the VTIMEZONE of one zone (none for UTC), listing
+ * its transitions from the year of now_ms on; CalDAV's calendar-timezone. */
+char *ical_write_timezone(const char *zone, tz_db *tz, int64_t now_ms, size_t *len);
+/* Instances as CalDAV's expand writes them (RFC 4791 9.6.5): one VEVENT
+ * each, overrides applied, with RECURRENCE-ID (not for a single event) and
+ * times in UTC (all-day ones keep their dates), no RRULE, RDATE, EXDATE or
+ * VTIMEZONE. NULL when out of memory. */
+char *ical_write_expanded(const cal_item *items, size_t n, size_t *len);
 
 #endif

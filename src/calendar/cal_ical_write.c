@@ -6,6 +6,7 @@
  * zone data) over the years the events need, plus X-LIC-LOCATION for
  * clients that prefer their own copy of the zone. Floating and all-day times
  * stay floating; instants in UTC are written with Z. */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,20 +24,25 @@ typedef struct ical_writer {
     int64_t now_ms;
 } ical_writer;
 
-/* One content line, folded. */
+/* One content line, folded: as many whole UTF-8 characters as fit in 75
+ * octets, written at once. */
 static void emit(ical_writer *w, const char *s)
 {
-    size_t n = strlen(s), col = 0;
-    for (size_t i = 0; i < n;) {
-        size_t k = 1;
-        while (i + k < n && ((unsigned char)s[i + k] & 0xC0) == 0x80) k++;
-        if (col + k > 75) {
+    size_t n = strlen(s), col = 0, i = 0;
+    while (i < n) {
+        size_t start = i;
+        while (i < n) {
+            size_t k = 1;
+            while (i + k < n && ((unsigned char)s[i + k] & 0xC0) == 0x80) k++;
+            if (col + k > 75) break;
+            col += k;
+            i += k;
+        }
+        fwrite(s + start, 1, i - start, w->f);
+        if (i < n) {
             fputs("\r\n ", w->f);
             col = 1;
         }
-        fwrite(s + i, 1, k, w->f);
-        col += k;
-        i += k;
     }
     fputs("\r\n", w->f);
 }
@@ -123,6 +129,15 @@ static void times_line(ical_writer *w, const char *name, const cal_event *e, con
     free(vals);
 }
 
+/* NAME[;params]:value of one local time of the event's zone, into buf. */
+static void time_text(char *buf, size_t size, const char *name, const cal_event *e, int64_t local)
+{
+    char params[CAL_ZONE_MAX + 8], v[16];
+    time_params(e, params, sizeof params);
+    fmt_local(local, e->all_day, v);
+    snprintf(buf, size, "%s%s:%s%s", name, params, v, is_utc(e) && !e->all_day ? "Z" : "");
+}
+
 static void time_line(ical_writer *w, const char *name, const cal_event *e, int64_t local)
 {
     times_line(w, name, e, &local, 1);
@@ -137,13 +152,13 @@ static void offset_text(int32_t off, char out[16])
     else snprintf(out, 16, "%c%02d%02d", off < 0 ? '-' : '+', a / 3600, a / 60 % 60);
 }
 
-static void observance(ical_writer *w, bool daylight, int64_t local, int32_t from, int32_t to, const char *abbr)
+static void observance(ical_writer *w, bool summer, int64_t local, int32_t from, int32_t to, const char *abbr)
 {
     char start[16], f[16], t[16];
     fmt_local(local, false, start);
     offset_text(from, f);
     offset_text(to, t);
-    const char *kind = daylight ? "DAYLIGHT" : "STANDARD";
+    const char *kind = summer ? "DAYLIGHT" : "STANDARD";
     linef(w, "BEGIN:%s", kind);
     linef(w, "DTSTART:%s", start);
     linef(w, "TZOFFSETFROM:%s", f);
@@ -179,6 +194,55 @@ static void vtimezone(ical_writer *w, const char *name, int64_t from, int64_t to
     linef(w, "END:VTIMEZONE");
 }
 
+/* Zones' VTIMEZONE blocks, kept once written: probing a zone day by day
+ * over 30 years is most of the cost of writing one event (measured on
+ * CalDAV multigets), and the same (zone, years) comes back for every event
+ * of a calendar. Shared by the threads under a lock; a bounded ring. */
+#define VTZ_CACHE 32
+static struct {
+    char zone[CAL_ZONE_MAX];
+    int64_t from, to;
+    char *text;
+} vtz_cache[VTZ_CACHE];
+static size_t vtz_next;
+static pthread_mutex_t vtz_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool vtimezone_from_cache(ical_writer *w, const char *name, int64_t from, int64_t to)
+{
+    bool hit = false;
+    pthread_mutex_lock(&vtz_lock);
+    for (size_t i = 0; i < VTZ_CACHE && !hit; i++) {
+        hit = vtz_cache[i].text && vtz_cache[i].from == from && vtz_cache[i].to == to &&
+              strcmp(vtz_cache[i].zone, name) == 0;
+        if (hit) fputs(vtz_cache[i].text, w->f);
+    }
+    pthread_mutex_unlock(&vtz_lock);
+    return hit;
+}
+
+static void vtimezone_cached(ical_writer *w, const char *name, int64_t from, int64_t to)
+{
+    if (vtimezone_from_cache(w, name, from, to)) return;
+    char *text = NULL;
+    size_t len = 0;
+    ical_writer sub = {.f = open_memstream(&text, &len), .tz = w->tz, .now_ms = w->now_ms};
+    if (!sub.f) return vtimezone(w, name, from, to);
+    vtimezone(&sub, name, from, to);
+    if (fclose(sub.f) != 0 || !text) {
+        free(text);
+        return vtimezone(w, name, from, to);
+    }
+    fputs(text, w->f);
+    pthread_mutex_lock(&vtz_lock);
+    size_t slot = vtz_next++ % VTZ_CACHE;
+    free(vtz_cache[slot].text);
+    snprintf(vtz_cache[slot].zone, sizeof vtz_cache[slot].zone, "%s", name);
+    vtz_cache[slot].from = from;
+    vtz_cache[slot].to = to;
+    vtz_cache[slot].text = text;
+    pthread_mutex_unlock(&vtz_lock);
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -206,7 +270,7 @@ static void vtimezones(ical_writer *w, const cal_event *events, size_t n)
     civil_from_seconds(earliest - 86400, &y);
     y.month = 1, y.day = 1, y.hour = y.minute = y.second = 0;
     int64_t from = civil_to_seconds(&y), to = w->now_ms / 1000 + (int64_t)VTZ_YEARS_AHEAD * 366 * 86400;
-    for (size_t i = 0; i < nn; i++) vtimezone(w, names[i], from, to);
+    for (size_t i = 0; i < nn; i++) vtimezone_cached(w, names[i], from, to);
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -315,6 +379,29 @@ static void series_event(ical_writer *w, const cal_event *e, const cal_series *s
     linef(w, "END:VEVENT");
 }
 
+/* One instance's VEVENT: its three time lines already formatted (rid
+ * NULL for a single event), the rest from the series and the override. */
+static void instance_event(ical_writer *w, const cal_event *e, const cal_override *o, const char *rid,
+                           const char *dtstart, const char *dtend)
+{
+    linef(w, "BEGIN:VEVENT");
+    text_line(w, "UID", e->ical_uid);
+    stamps(w, e);
+    if (rid) linef(w, "%s", rid);
+    linef(w, "%s", dtstart);
+    if (dtend) linef(w, "%s", dtend); /* NULL: an instant (RFC 5545 3.6.1) */
+    text_line(w, "SUMMARY", o && o->summary ? o->summary : e->summary);
+    text_line(w, "DESCRIPTION", o && o->description ? o->description : e->description);
+    text_line(w, "LOCATION", o && o->location ? o->location : e->location);
+    status_line(w, o && o->status[0] ? o->status : e->status);
+    linef(w, "SEQUENCE:0");
+    people(w, e);
+    alarms(w, e);
+    linef(w, "END:VEVENT");
+}
+
+#define TIME_LINE_MAX (CAL_ZONE_MAX + 48)
+
 static void override_event(ical_writer *w, const cal_event *e, const cal_series *s, const cal_override *o)
 {
     if (o->cancelled || strcmp(o->status, "cancelled") == 0) return;
@@ -331,38 +418,55 @@ static void override_event(ical_writer *w, const cal_event *e, const cal_series 
         start = o->moved ? o->start_ms / 1000 : orig;
         end = o->moved ? o->end_ms / 1000 : orig + e->duration_s;
     }
-    linef(w, "BEGIN:VEVENT");
-    text_line(w, "UID", e->ical_uid);
-    stamps(w, e);
-    time_line(w, "RECURRENCE-ID", e, orig);
-    time_line(w, "DTSTART", e, start);
+    char rid[TIME_LINE_MAX], ds[TIME_LINE_MAX], de[TIME_LINE_MAX];
+    time_text(rid, sizeof rid, "RECURRENCE-ID", e, orig);
+    time_text(ds, sizeof ds, "DTSTART", e, start);
+    time_text(de, sizeof de, "DTEND", e, end);
     /* Without DTEND an instance keeps its series' length: left out only
      * when both are instants. */
-    if (e->all_day || e->duration_s != 0 || end != start) time_line(w, "DTEND", e, end);
-    text_line(w, "SUMMARY", o->summary ? o->summary : e->summary);
-    text_line(w, "DESCRIPTION", o->description ? o->description : e->description);
-    text_line(w, "LOCATION", o->location ? o->location : e->location);
-    status_line(w, o->status[0] ? o->status : e->status);
-    linef(w, "SEQUENCE:0");
-    people(w, e);
-    alarms(w, e);
-    linef(w, "END:VEVENT");
+    instance_event(w, e, o, rid, ds, e->all_day || e->duration_s != 0 || end != start ? de : NULL);
 }
 
-char *ical_write(const cal_calendar *cal, const cal_event *events, size_t nevents, const cal_override *ovs,
-                 size_t novs, tz_db *tz, int64_t now_ms, size_t *len)
+/* A VCALENDAR being written into a new heap string (*out, *len bytes). */
+static bool vcalendar_open(ical_writer *w, char **out, size_t *len, tz_db *tz, int64_t now_ms)
 {
-    char *out = NULL;
+    *out = NULL;
     *len = 0;
-    ical_writer w = {.f = open_memstream(&out, len), .tz = tz, .now_ms = now_ms};
-    if (!w.f) return NULL;
-    linef(&w, "BEGIN:VCALENDAR");
-    linef(&w, "PRODID:-//chime//chime calendar//EN");
-    linef(&w, "VERSION:2.0");
-    linef(&w, "CALSCALE:GREGORIAN");
-    linef(&w, "METHOD:PUBLISH");
-    text_line(&w, "X-WR-CALNAME", cal->summary);
-    if (cal->time_zone[0]) linef(&w, "X-WR-TIMEZONE:%s", cal->time_zone);
+    *w = (ical_writer){.f = open_memstream(out, len), .tz = tz, .now_ms = now_ms};
+    if (!w->f) return false;
+    linef(w, "BEGIN:VCALENDAR");
+    linef(w, "PRODID:-//chime//chime calendar//EN");
+    linef(w, "VERSION:2.0");
+    linef(w, "CALSCALE:GREGORIAN");
+    return true;
+}
+
+/* Ends it: the string (*out, which the stream set as it closed), or NULL
+ * when out of memory. */
+static char *vcalendar_close(ical_writer *w, char **out)
+{
+    linef(w, "END:VCALENDAR");
+    if (fclose(w->f) != 0) {
+        free(*out);
+        return NULL;
+    }
+    return *out;
+}
+
+/* The VCALENDAR around events. publish: a whole calendar (METHOD and the
+ * calendar's name and zone, as the export and feeds carry); otherwise one
+ * CalDAV resource, which RFC 4791 4.1 forbids METHOD in. */
+static char *write_vcalendar(const cal_calendar *cal, const cal_event *events, size_t nevents, const cal_override *ovs,
+                             size_t novs, tz_db *tz, int64_t now_ms, size_t *len)
+{
+    char *out;
+    ical_writer w;
+    if (!vcalendar_open(&w, &out, len, tz, now_ms)) return NULL;
+    if (cal) {
+        linef(&w, "METHOD:PUBLISH");
+        text_line(&w, "X-WR-CALNAME", cal->summary);
+        if (cal->time_zone[0]) linef(&w, "X-WR-TIMEZONE:%s", cal->time_zone);
+    }
     vtimezones(&w, events, nevents);
     size_t oi = 0;
     for (size_t i = 0; i < nevents; i++) {
@@ -376,10 +480,68 @@ char *ical_write(const cal_calendar *cal, const cal_event *events, size_t nevent
         series_event(&w, e, &s, ovs + first, oi - first);
         for (size_t k = first; k < oi; k++) override_event(&w, e, &s, &ovs[k]);
     }
-    linef(&w, "END:VCALENDAR");
-    if (fclose(w.f) != 0) {
-        free(out);
-        return NULL;
+    return vcalendar_close(&w, &out);
+}
+
+char *ical_write(const cal_calendar *cal, const cal_event *events, size_t nevents, const cal_override *ovs,
+                 size_t novs, tz_db *tz, int64_t now_ms, size_t *len)
+{
+    return write_vcalendar(cal, events, nevents, ovs, novs, tz, now_ms, len);
+}
+
+char *ical_write_resource(const cal_event *e, const cal_override *ovs, size_t novs, tz_db *tz, size_t *len)
+{
+    /* The zones' transitions are listed up to 30 years past the year of
+     * the event's last change rather than past today, so the bytes (and
+     * the strong ETag that stands for them) stay the same until the event
+     * changes; by whole years, so a calendar's events share their
+     * VTIMEZONE text (vtimezone_cached). */
+    civil_time y;
+    civil_from_seconds(e->updated_ms / 1000, &y);
+    y.month = 1, y.day = 1, y.hour = y.minute = y.second = 0;
+    return write_vcalendar(NULL, e, 1, ovs, novs, tz, civil_to_seconds(&y) * 1000, len);
+}
+
+char *ical_write_timezone(const char *zone, tz_db *tz, int64_t now_ms, size_t *len)
+{
+    char *out;
+    ical_writer w;
+    if (!vcalendar_open(&w, &out, len, tz, now_ms)) return NULL;
+    cal_event e = {.start_ms = now_ms};
+    snprintf(e.time_zone, sizeof e.time_zone, "%s", zone);
+    vtimezones(&w, &e, 1);
+    return vcalendar_close(&w, &out);
+}
+
+/* An expanded instance's times: UTC date-times, or dates for all-day. */
+static void expanded_text(char *buf, size_t size, const char *name, const cal_event *e, int64_t utc_ms, int64_t local)
+{
+    char v[16];
+    fmt_local(e->all_day ? local : utc_ms / 1000, e->all_day, v);
+    snprintf(buf, size, "%s%s:%s%s", name, e->all_day ? ";VALUE=DATE" : "", v, e->all_day ? "" : "Z");
+}
+
+static void expanded_item(ical_writer *w, const cal_item *it)
+{
+    const cal_event *e = it->ev;
+    const cal_override *o = it->ov;
+    int64_t start = it->original_local, end = it->original_local + e->duration_s;
+    if (o && o->moved) {
+        start = civil_to_seconds(&o->start_local);
+        end = civil_to_seconds(&o->end_local);
     }
-    return out;
+    char rid[TIME_LINE_MAX], ds[TIME_LINE_MAX], de[TIME_LINE_MAX];
+    expanded_text(rid, sizeof rid, "RECURRENCE-ID", e, it->original_ms, it->original_local);
+    expanded_text(ds, sizeof ds, "DTSTART", e, it->start_ms, start);
+    expanded_text(de, sizeof de, "DTEND", e, it->end_ms, end);
+    instance_event(w, e, o, it->recurring ? rid : NULL, ds, it->end_ms != it->start_ms || e->all_day ? de : NULL);
+}
+
+char *ical_write_expanded(const cal_item *items, size_t n, size_t *len)
+{
+    char *out;
+    ical_writer w;
+    if (!vcalendar_open(&w, &out, len, NULL, 0)) return NULL;
+    for (size_t i = 0; i < n; i++) expanded_item(&w, &items[i]);
+    return vcalendar_close(&w, &out);
 }

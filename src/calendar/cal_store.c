@@ -219,6 +219,26 @@ int cal_calendar_create(store *db, int64_t user_id, const char *summary, const c
     return rc == STORE_ROW ? CAL_OK : CAL_ERROR;
 }
 
+/* One text column of one of the user's calendars ($3), by sql. */
+static int calendar_set_text(store *db, const char *sql, int64_t user_id, int64_t id, const char *value)
+{
+    store_stmt *st = store_prepare(db, sql);
+    store_bind_int64(st, 1, id);
+    store_bind_int64(st, 2, user_id);
+    store_bind_str(st, 3, value);
+    int rc = store_step(st);
+    int64_t changed = store_changes(st);
+    store_reset(st);
+    if (rc != STORE_DONE) return CAL_ERROR;
+    return changed ? CAL_OK : CAL_NOT_FOUND;
+}
+
+int cal_calendar_rename(store *db, int64_t user_id, int64_t id, const char *summary)
+{
+    return calendar_set_text(db, "UPDATE calendars SET summary = $3 WHERE id = $1 AND owner_id = $2", user_id, id,
+                             summary);
+}
+
 int cal_calendar_delete(store *db, int64_t user_id, int64_t id)
 {
     cal_calendar c;
@@ -235,15 +255,8 @@ int cal_calendar_delete(store *db, int64_t user_id, int64_t id)
 
 int cal_feed_set(store *db, int64_t user_id, int64_t id, const char *token_hash)
 {
-    store_stmt *st = store_prepare(db, "UPDATE calendars SET feed_token_hash = $3 WHERE id = $1 AND owner_id = $2");
-    store_bind_int64(st, 1, id);
-    store_bind_int64(st, 2, user_id);
-    store_bind_str(st, 3, token_hash);
-    int rc = store_step(st);
-    int64_t changed = store_changes(st);
-    store_reset(st);
-    if (rc != STORE_DONE) return CAL_ERROR;
-    return changed ? CAL_OK : CAL_NOT_FOUND;
+    return calendar_set_text(db, "UPDATE calendars SET feed_token_hash = $3 WHERE id = $1 AND owner_id = $2", user_id,
+                             id, token_hash);
 }
 
 int cal_feed_lookup(store *db, const char *token_hash, cal_calendar *out)

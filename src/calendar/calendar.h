@@ -121,6 +121,8 @@ int cal_primary(store *db, int64_t user_id, cal_calendar *out);
 int cal_calendar_get(store *db, int64_t user_id, int64_t id, cal_calendar *out); /* owner only */
 int cal_calendar_list(store *db, int64_t user_id, cal_calendar **out, size_t *n);
 int cal_calendar_create(store *db, int64_t user_id, const char *summary, const char *zone, cal_calendar *out);
+/* A new name for one of the user's calendars. CAL_NOT_FOUND otherwise. */
+int cal_calendar_rename(store *db, int64_t user_id, int64_t id, const char *summary);
 /* CAL_FORBIDDEN for the primary calendar. */
 int cal_calendar_delete(store *db, int64_t user_id, int64_t id);
 
@@ -269,6 +271,14 @@ int cal_list(store *db, tz_db *tz, const cal_query *q, cal_listing *out);
 /* cal_list's first half (cal_store.c): the rows, overrides and attendees. */
 int cal_list_load_events(store *db, const cal_query *q, cal_listing *l);
 void cal_listing_free(cal_listing *l);
+/* Busy time: the instances of a busy_only query merged where they overlap
+ * or touch, clipped to [from_ms, to_ms); at most q->limit instances are
+ * looked at. *out (the caller frees it) holds *n pairs (start, end). */
+typedef struct cal_interval {
+    int64_t start_ms, end_ms;
+} cal_interval;
+int cal_busy(store *db, tz_db *tz, const cal_query *q, cal_interval **out, size_t *n);
+
 /* Every event of one calendar (ordered by id) with attendees and overrides,
  * into a listing with no items (for export). */
 int cal_calendar_events(store *db, int64_t calendar_id, cal_listing *out);

@@ -772,23 +772,17 @@ static bool body_instant(const json_t *body, const char *name, int64_t *ms, http
 static json_t *busy_of(cal_req *c, int64_t who, int64_t from, int64_t to)
 {
     cal_query q = {.viewer = who, .from_ms = from, .to_ms = to, .limit = FREEBUSY_MAX_INTERVALS, .busy_only = true};
-    cal_listing l;
-    if (cal_list(c->db, c->tz, &q, &l) != CAL_OK) {
-        cal_listing_free(&l);
-        return NULL;
-    }
+    cal_interval *iv;
+    size_t n;
+    if (cal_busy(c->db, c->tz, &q, &iv, &n) != CAL_OK) return NULL;
     json_t *busy = json_array();
     char a[32], b[32];
-    /* Items come sorted by start: merge overlapping or touching ones. */
-    for (size_t i = 0; i < l.nitems;) {
-        int64_t s = l.items[i].start_ms, e = l.items[i].end_ms;
-        for (i++; i < l.nitems && l.items[i].start_ms <= e; i++)
-            if (l.items[i].end_ms > e) e = l.items[i].end_ms;
-        rfc3339_format((s < from ? from : s) / 1000, 0, a, sizeof a);
-        rfc3339_format((e > to ? to : e) / 1000, 0, b, sizeof b);
+    for (size_t i = 0; i < n; i++) {
+        rfc3339_format(iv[i].start_ms / 1000, 0, a, sizeof a);
+        rfc3339_format(iv[i].end_ms / 1000, 0, b, sizeof b);
         json_array_append_new(busy, json_pack("{s:s,s:s}", "start", a, "end", b));
     }
-    cal_listing_free(&l);
+    free(iv);
     return busy;
 }
 

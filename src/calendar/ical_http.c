@@ -149,67 +149,6 @@ static void send_ical_error(http_req *r, const ical_err *e)
     http_send_json(r, 422, j);
 }
 
-/* Attendees as registered users (by email); others are dropped and
- * counted. Their answers stay theirs: new invitees start at needs_action,
- * answers already given are kept. */
-static int map_attendees(cal_req *c, cal_event *e, size_t *ignored)
-{
-    int k = 0;
-    for (int i = 0; i < e->nattendees; i++) {
-        cal_attendee a = e->attendees[i];
-        int rc = cal_user_lookup(c->db, a.email, 0, &a.user_id, a.email, sizeof a.email);
-        if (rc == CAL_ERROR) return -1;
-        bool dup = rc != CAL_OK || a.user_id == e->created_by;
-        for (int j = 0; j < k && !dup; j++) dup = e->attendees[j].user_id == a.user_id;
-        if (rc != CAL_OK) (*ignored)++;
-        if (!dup) e->attendees[k++] = a;
-    }
-    e->nattendees = k;
-    return 0;
-}
-
-typedef struct import_counts {
-    size_t imported, updated, ignored_attendees;
-} import_counts;
-
-/* Saves every series inside the caller's transaction. */
-static int save_all(cal_req *c, const cal_calendar *cal, ical_import *im, import_counts *n)
-{
-    for (size_t i = 0; i < im->nseries; i++) {
-        ical_series_in *s = &im->series[i];
-        cal_event *e = &s->ev;
-        e->calendar_id = cal->id;
-        e->created_by = c->me;
-        int64_t id, created;
-        int rc = cal_event_find_uid(c->db, cal->id, e->ical_uid, &id, &created);
-        if (rc == CAL_ERROR) return CAL_ERROR;
-        bool insert = rc == CAL_NOT_FOUND;
-        if (!insert && s->lone_instance) {
-            /* One instance must not replace a whole series stored here. */
-            ical_import_skip(im, s->line, e->ical_uid,
-                             "an instance of a series already in this calendar (import the whole series)");
-            continue;
-        }
-        if (insert) {
-            e->id = base_id_new();
-            n->imported++;
-        } else {
-            e->id = id;
-            e->created_ms = created;
-            n->updated++;
-            /* The file says what the instances are now. */
-            if (cal_overrides_clear(c->db, id) != CAL_OK) return CAL_ERROR;
-        }
-        if (map_attendees(c, e, &n->ignored_attendees) != 0) return CAL_ERROR;
-        if ((rc = cal_event_save_tx(c->db, e, insert)) != CAL_OK) return rc;
-        for (size_t k = 0; k < s->novs; k++) {
-            s->ovs[k].event_id = e->id;
-            if (cal_override_save(c->db, &s->ovs[k], e->all_day) != CAL_OK) return CAL_ERROR;
-        }
-    }
-    return CAL_OK;
-}
-
 static bool is_text_calendar(http_req *r)
 {
     http_str h;
@@ -229,8 +168,8 @@ static void handle_import(http_req *r, void *arg)
     ical_err err;
     if (ical_read(r->body.ptr ? r->body.ptr : "", r->body.len, c.tz, cal.time_zone, &im, &err) != 0)
         return send_ical_error(r, &err);
-    import_counts n = {0};
-    int rc = store_begin(c.db) == STORE_OK ? save_all(&c, &cal, &im, &n) : CAL_ERROR;
+    cal_import_counts n = {0};
+    int rc = store_begin(c.db) == STORE_OK ? cal_import_save(c.db, c.me, &cal, &im, &n) : CAL_ERROR;
     if (rc != CAL_OK) {
         store_rollback(c.db);
         ical_import_free(&im);

@@ -22,7 +22,15 @@ typedef enum http_method {
     HTTP_DELETE = 1 << 4,
     HTTP_HEAD = 1 << 5,
     HTTP_OPTIONS = 1 << 6,
+    /* WebDAV (RFC 4918, 3253) and CalDAV (RFC 4791) */
+    HTTP_PROPFIND = 1 << 7,
+    HTTP_PROPPATCH = 1 << 8,
+    HTTP_REPORT = 1 << 9,
+    HTTP_MKCOL = 1 << 10,
+    HTTP_MKCALENDAR = 1 << 11,
 } http_method;
+
+#define HTTP_METHOD_COUNT 12
 
 #define HTTP_MAX_PARAMS 4
 
@@ -66,6 +74,10 @@ bool http_header(const http_req *r, const char *name, http_str *out);
 /* Decoded value of a query parameter into buf (NUL-terminated). Returns 1
  * when present, 0 when absent, -1 when malformed or longer than size-1. */
 int http_query(const http_req *r, const char *name, char *buf, size_t size);
+/* Percent-decodes len bytes of src into buf (NUL-terminated); '+' is a
+ * space in query strings (plus_is_space), itself in paths. -1 on a bad
+ * escape, a NUL, or more than size-1 bytes. */
+int http_url_decode(const char *src, size_t len, char *buf, size_t size, bool plus_is_space);
 /* The client's address as text ("127.0.0.1"). */
 void http_peer(const http_req *r, char *buf, size_t size);
 

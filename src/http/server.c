@@ -58,6 +58,8 @@ struct http_server {
     int loops_ready;
     http_auth_fn authenticate, admin;
     void *auth_arg;
+    http_auth_fn basic;
+    void *basic_arg;
 };
 
 struct loop_thread {
@@ -112,7 +114,11 @@ static const char *reason_of(int status)
     case 201: return "Created";
     case 202: return "Accepted";
     case 204: return "No Content";
+    case 207: return "Multi-Status";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
     case 304: return "Not Modified";
+    case 307: return "Temporary Redirect";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 403: return "Forbidden";
@@ -124,9 +130,12 @@ static const char *reason_of(int status)
     case 413: return "Payload Too Large";
     case 415: return "Unsupported Media Type";
     case 422: return "Unprocessable Entity";
+    case 424: return "Failed Dependency";
     case 429: return "Too Many Requests";
     case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
     case 503: return "Service Unavailable";
+    case 507: return "Insufficient Storage";
     default: return "Status";
     }
 }
@@ -264,13 +273,12 @@ static int hexval(char c)
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
-/* Percent-decodes src into buf; '+' is a space. -1 on bad escapes or overflow. */
-static int url_decode(const char *src, size_t len, char *buf, size_t size)
+int http_url_decode(const char *src, size_t len, char *buf, size_t size, bool plus_is_space)
 {
     size_t n = 0;
     for (size_t i = 0; i < len; i++) {
         char c = src[i];
-        if (c == '+') c = ' ';
+        if (c == '+' && plus_is_space) c = ' ';
         else if (c == '%') {
             if (i + 2 >= len) return -1;
             int hi = hexval(src[i + 1]), lo = hexval(src[i + 2]);
@@ -296,7 +304,7 @@ int http_query(const http_req *r, const char *name, char *buf, size_t size)
         const char *kend = eq ? eq : stop;
         if ((size_t)(kend - p) == nlen && memcmp(p, name, nlen) == 0) {
             const char *v = eq ? eq + 1 : stop;
-            return url_decode(v, (size_t)(stop - v), buf, size) == 0 ? 1 : -1;
+            return http_url_decode(v, (size_t)(stop - v), buf, size, true) == 0 ? 1 : -1;
         }
         p = stop + 1;
     }
@@ -428,26 +436,53 @@ int http_authenticate(http_req *r, http_err *e)
 
 /* ---- dispatch ----------------------------------------------------------- */
 
+/* By bit: names[i] is the method 1 << i. */
+static const char *const method_names[HTTP_METHOD_COUNT] = {
+    "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "PROPFIND", "PROPPATCH", "REPORT", "MKCOL",
+    "MKCALENDAR"};
+
 static http_method method_of(h2o_iovec_t m)
 {
-    static const struct { const char *name; http_method m; } names[] = {
-        {"GET", HTTP_GET}, {"POST", HTTP_POST}, {"PUT", HTTP_PUT}, {"PATCH", HTTP_PATCH},
-        {"DELETE", HTTP_DELETE}, {"HEAD", HTTP_HEAD}, {"OPTIONS", HTTP_OPTIONS}};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (m.len == strlen(names[i].name) && memcmp(m.base, names[i].name, m.len) == 0) return names[i].m;
+    for (int i = 0; i < HTTP_METHOD_COUNT; i++)
+        if (m.len == strlen(method_names[i]) && memcmp(m.base, method_names[i], m.len) == 0) return 1u << i;
     return 0;
 }
 
 static void allow_header(http_req *r, unsigned allowed)
 {
-    static const char *names[] = {"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"};
-    char buf[128] = "";
-    for (int i = 0; i < 7; i++)
+    char buf[160] = "";
+    for (int i = 0; i < HTTP_METHOD_COUNT; i++)
         if (allowed & (1u << i)) {
             if (buf[0]) strcat(buf, ", ");
-            strcat(buf, names[i]);
+            strcat(buf, method_names[i]);
         }
     http_add_header(r, "Allow", buf);
+}
+
+/* The route's sign-in check (AUTH, ADMIN or BASIC); false after answering. */
+static bool route_signed_in(http_server *srv, const router_route *route, http_req *r)
+{
+    http_err e;
+    if (route->flags & HTTP_ROUTE_BASIC) {
+        http_err_set(&e, 401, "unauthorized", NULL, "this server checks no sign-ins");
+        if (srv->basic && srv->basic(srv->basic_arg, r, &e) == 0) return true;
+        if (e.status == 401) http_add_header(r, "WWW-Authenticate", "Basic realm=\"chime\", charset=\"UTF-8\"");
+        http_send_err(r, &e);
+        return false;
+    }
+    if (!(route->flags & (HTTP_ROUTE_AUTH | HTTP_ROUTE_ADMIN))) return true;
+    http_err_set(&e, 401, "unauthorized", NULL, "this server checks no sign-ins");
+    if (!srv->authenticate || srv->authenticate(srv->auth_arg, r, &e) != 0) {
+        if (e.status == 401) http_add_header(r, "WWW-Authenticate", "Bearer");
+        http_send_err(r, &e);
+        return false;
+    }
+    http_err_set(&e, 403, "forbidden", NULL, "this needs an admin");
+    if ((route->flags & HTTP_ROUTE_ADMIN) && (!srv->admin || srv->admin(srv->auth_arg, r, &e) != 0)) {
+        http_send_err(r, &e);
+        return false;
+    }
+    return true;
 }
 
 static void dispatch(http_server *srv, http_req *r)
@@ -467,21 +502,7 @@ static void dispatch(http_server *srv, http_req *r)
         return;
     }
     const router_route *route = &srv->routes.routes[i];
-    if (route->flags & (HTTP_ROUTE_AUTH | HTTP_ROUTE_ADMIN)) {
-        http_err e;
-        http_err_set(&e, 401, "unauthorized", NULL, "this server checks no sign-ins");
-        if (!srv->authenticate || srv->authenticate(srv->auth_arg, r, &e) != 0) {
-            if (e.status == 401) http_add_header(r, "WWW-Authenticate", "Bearer");
-            http_send_err(r, &e);
-            return;
-        }
-        http_err_set(&e, 403, "forbidden", NULL, "this needs an admin");
-        if ((route->flags & HTTP_ROUTE_ADMIN) && (!srv->admin || srv->admin(srv->auth_arg, r, &e) != 0)) {
-            http_send_err(r, &e);
-            return;
-        }
-    }
-    route->fn(r, route->arg);
+    if (route_signed_in(srv, route, r)) route->fn(r, route->arg);
 }
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
@@ -761,6 +782,12 @@ void http_server_set_auth(http_server *s, http_auth_fn authenticate, http_auth_f
     s->authenticate = authenticate;
     s->admin = admin;
     s->auth_arg = arg;
+}
+
+void http_server_set_basic_auth(http_server *s, http_auth_fn authenticate, void *arg)
+{
+    s->basic = authenticate;
+    s->basic_arg = arg;
 }
 
 int http_server_on_loop(http_server *s, http_loop_fn start, http_loop_fn stop, void *arg)

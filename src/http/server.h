@@ -27,6 +27,8 @@ enum {
     HTTP_ROUTE_AUTH = 1 << 0,   /* needs a signed-in user */
     HTTP_ROUTE_SECRET = 1 << 1, /* the path holds a secret: logs show the route pattern, not the path */
     HTTP_ROUTE_ADMIN = 1 << 2,  /* needs a signed-in admin (403 for other users) */
+    HTTP_ROUTE_BASIC = 1 << 3,  /* needs a user named by HTTP Basic credentials (clients that
+                                   cannot send bearer tokens: calendar apps) */
 };
 
 typedef struct http_server http_server;
@@ -58,6 +60,10 @@ void http_server_set_auth(http_server *s, http_auth_fn authenticate, http_auth_f
  * reached another way (a WebSocket ticket): 0 with r->user_id set, or -1
  * with e filled. */
 int http_authenticate(http_req *r, http_err *e);
+/* The check behind HTTP_ROUTE_BASIC: sets r->user_id from the Basic
+ * credentials, or fills e (401, 429 or 503) and returns -1. A 401 is sent
+ * with a Basic challenge so that clients ask for the password. */
+void http_server_set_basic_auth(http_server *s, http_auth_fn authenticate, void *arg);
 
 /* Work each loop thread does when it starts (before it accepts anything)
  * and when it stops (after its last request): start hooks in the order

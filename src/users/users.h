@@ -109,6 +109,36 @@ typedef struct users_limit {
 int users_limit_check(store *db, const char *key, int64_t now_ms, int64_t *retry_after_s);
 int users_limit_fail(store *db, const char *key, int64_t now_ms, const users_limit *lim);
 int users_limit_reset(store *db, const char *key);
+/* Both keys at once: USERS_OK when neither is locked, 1 with the longer
+ * *retry_after_s when one is, USERS_ERROR. */
+int users_limit_check_both(store *db, const char *a, const char *b, int64_t now_ms, int64_t *retry_after_s);
+/* Counts a failure against both keys. */
+int users_limit_fail_both(store *db, const char *a, const char *b, int64_t now_ms, const users_limit *la,
+                          const users_limit *lb);
+
+/* App passwords (users_app.c): random, shown once, stored as SHA-256. */
+#define USERS_APP_LABEL_MAX 100
+#define USERS_APP_MAX 50          /* per user */
+#define USERS_APP_PASSWORD_LEN 29 /* "xxxxx-xxxxx-xxxxx-xxxxx-xxxxx", 125 random bits */
+
+typedef struct users_app_password {
+    int64_t id;
+    char label[USERS_APP_LABEL_MAX + 1];
+    int64_t created_ms;
+} users_app_password;
+
+/* A new app password for the user: *out and the password itself, which
+ * is not kept. USERS_DUPLICATE when the user has USERS_APP_MAX already. */
+int users_app_create(store *db, int64_t user_id, const char *label, users_app_password *out,
+                     char password[USERS_APP_PASSWORD_LEN + 1]);
+/* The user's app passwords, oldest first; the caller frees *out. */
+int users_app_list(store *db, int64_t user_id, users_app_password **out, size_t *n);
+/* USERS_NOT_FOUND unless the user has that app password. */
+int users_app_delete(store *db, int64_t user_id, int64_t id);
+/* USERS_OK and *user_id when password is one of the app passwords of the
+ * account with this email (any case; dashes, spaces and case in the
+ * password do not matter); USERS_NOT_FOUND otherwise. */
+int users_app_check(store *db, const char *email, const char *password, size_t len, int64_t *user_id);
 
 /* Known devices: a successful sign-in hands the client a device token
  * ("chd_..."; only its SHA-256 is stored), which it presents at later

@@ -13,6 +13,7 @@
 #include "http/json.h"
 #include "time/rfc3339.h"
 #include "users/users.h"
+#include "users/users_app_http.h"
 
 struct users_http {
     users_http_opts o;
@@ -240,6 +241,19 @@ static void signin_done(http_req *r, void *p)
     signin_free(s);
 }
 
+void users_limit_keys(const http_req *r, const char *prefix, const char *email, char *account, size_t asize,
+                      char *addr, size_t bsize)
+{
+    char peer[64], lower[USERS_EMAIL_MAX + 1];
+    size_t i = 0;
+    for (; email[i] && i < USERS_EMAIL_MAX; i++)
+        lower[i] = (char)(email[i] >= 'A' && email[i] <= 'Z' ? email[i] + 32 : email[i]);
+    lower[i] = '\0';
+    http_peer(r, peer, sizeof peer);
+    snprintf(account, asize, "%saccount:%s", prefix, lower);
+    snprintf(addr, bsize, "%saddr:%s", prefix, peer);
+}
+
 /* 429 while a key the client is judged by must wait. */
 static bool signin_limited(http_req *r, store *db, users_signin *s)
 {
@@ -413,4 +427,5 @@ void users_http_register(users_http *u, http_server *s)
     http_route(s, HTTP_POST, "/v1/sessions", handle_signin, u, 0);
     http_route(s, HTTP_DELETE, "/v1/sessions/current", handle_signout, u, HTTP_ROUTE_AUTH);
     http_route(s, HTTP_GET, "/v1/me", handle_me, u, HTTP_ROUTE_AUTH);
+    users_app_http_register(&u->o, s);
 }

@@ -80,6 +80,24 @@ int users_limit_reset(store *db, const char *key)
     return rc == STORE_DONE ? USERS_OK : USERS_ERROR;
 }
 
+int users_limit_check_both(store *db, const char *a, const char *b, int64_t now_ms, int64_t *retry_after_s)
+{
+    int64_t ra = 0, rb = 0;
+    int x = users_limit_check(db, a, now_ms, &ra);
+    int y = x == USERS_ERROR ? USERS_ERROR : users_limit_check(db, b, now_ms, &rb);
+    if (x == USERS_ERROR || y == USERS_ERROR) return USERS_ERROR;
+    if (x == USERS_OK && y == USERS_OK) return USERS_OK;
+    *retry_after_s = ra > rb ? ra : rb;
+    return 1;
+}
+
+int users_limit_fail_both(store *db, const char *a, const char *b, int64_t now_ms, const users_limit *la,
+                          const users_limit *lb)
+{
+    if (users_limit_fail(db, a, now_ms, la) != USERS_OK) return USERS_ERROR;
+    return users_limit_fail(db, b, now_ms, lb);
+}
+
 /* ---- devices -------------------------------------------------------------- */
 
 int users_device_create(store *db, int64_t user_id, char token[USERS_TOKEN_MAX])

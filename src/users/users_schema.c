@@ -40,6 +40,19 @@ static const store_migration users_steps[] = {
      " last_used_ms BIGINT NOT NULL);"
      "CREATE INDEX known_devices_used ON known_devices(last_used_ms)",
      NULL},
+    /* App passwords: what calendar apps sign in with over HTTP Basic (they
+     * cannot send bearer tokens). Random and long, so a SHA-256 is enough
+     * to store; the account password is never accepted in their place.
+     * Versions 30-39 are the CalDAV work's. */
+    {30, "app_passwords",
+     "CREATE TABLE app_passwords ("
+     " id BIGINT PRIMARY KEY,"
+     " user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+     " label TEXT NOT NULL,"
+     " hash TEXT NOT NULL,"
+     " created_ms BIGINT NOT NULL);"
+     "CREATE INDEX app_passwords_user ON app_passwords(user_id, hash)",
+     NULL},
 };
 
 int users_schema_add(store_schema *s)

@@ -76,12 +76,34 @@ static void test_limits(void **state)
     free(rt);
 }
 
+/* The WebDAV methods route like the others: one pattern may carry several
+ * routes, each with its own methods (and flags). */
+static void test_webdav_methods(void **state)
+{
+    (void)state;
+    router *rt = calloc(1, sizeof *rt);
+    http_req r;
+    unsigned allowed;
+    assert_int_equal(router_add(rt, HTTP_OPTIONS, "/dav/{user}", h1, NULL, 0), 0);
+    assert_int_equal(router_add(rt, HTTP_PROPFIND | HTTP_REPORT, "/dav/{user}", h2, NULL, HTTP_ROUTE_BASIC), 0);
+    assert_int_equal(router_add(rt, HTTP_MKCALENDAR | HTTP_MKCOL | HTTP_PROPPATCH, "/dav/{user}", h2, NULL, 0), 0);
+    assert_int_equal(match(rt, HTTP_OPTIONS, "/dav/u", &r, &allowed), 0);
+    assert_int_equal(match(rt, HTTP_REPORT, "/dav/u/", &r, &allowed), 1);
+    assert_int_equal(match(rt, HTTP_MKCALENDAR, "/dav/u", &r, &allowed), 2);
+    assert_int_equal(match(rt, HTTP_PUT, "/dav/u", &r, &allowed), -2);
+    assert_true(allowed & HTTP_PROPFIND);
+    assert_true(allowed & HTTP_MKCOL);
+    assert_false(allowed & HTTP_GET);
+    free(rt);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_params),
         cmocka_unit_test(test_not_found_and_not_allowed),
         cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_webdav_methods),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
