@@ -4,15 +4,18 @@
 # SQLite. Server-side latency from the access log (median, p99), requests/s
 # with wrk, and the python-dateutil month view over the same events as the
 # peer. Usage: bench/calendar/run.sh [seconds]
+# CHIME_BIN=path runs that chime binary instead of building and running
+# build/chime (for A/B runs of two builds); the measurement is the same.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-10}
 scripts/deps.sh test >/dev/null
-make -s build/chime
+bin=${CHIME_BIN:-build/chime}
+[ -n "${CHIME_BIN:-}" ] || make -s build/chime
 tmp=$(mktemp -d); port=18090
 cleanup() { kill "$pid" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
-build/chime serve --listen 127.0.0.1:$port --db "sqlite:$tmp/bench.db" --access-log "$tmp/access.log" \
+"$bin" serve --listen 127.0.0.1:$port --db "sqlite:$tmp/bench.db" --access-log "$tmp/access.log" \
   --log-level warn --password-ops 1 --password-mem 8192 & pid=$!
 for _ in $(seq 100); do curl -sf localhost:$port/healthz >/dev/null && break; sleep 0.1; done
 token=$(/usr/bin/python3 bench/calendar/seed.py $port "$tmp")

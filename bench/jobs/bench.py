@@ -7,7 +7,10 @@ EVERY seconds. Lateness is (time the run started) - (its fire time): for
 chime the database clock at the start of the run against the cron time
 (job_runs.started_ms - scheduled_ms), for BullMQ job.processedOn against
 job.opts.prevMillis. Only fire times inside the measuring window count;
-runs still missing 3 s after the window are reported as missing."""
+runs still missing 3 s after the window are reported as missing.
+
+--bin PATH (default: $CHIME_BIN, else build/chime) runs another chime
+binary, for A/B runs of two builds; nothing else changes."""
 import argparse
 import json
 import os
@@ -74,7 +77,7 @@ def bench_chime(a, tmp):
         for i in range(a.nodes):
             log = open(os.path.join(tmp, "chime-%d.log" % i), "w")
             procs.append(subprocess.Popen(
-                [os.path.join(ROOT, "build/chime"), "serve", "--listen", "127.0.0.1:0", "--db", url,
+                [a.bin, "serve", "--listen", "127.0.0.1:0", "--db", url,
                  "--bench-jobs", str(a.jobs), "--bench-every", str(a.every), "--access-log", "off",
                  "--threads", "1", "--job-runners", str(a.runners)], stdout=log, stderr=log))
         # Wait until every job's lease is held and the nodes hold about
@@ -196,7 +199,10 @@ def main():
     p.add_argument("--runners", type=int, default=2, help="chime --job-runners")
     p.add_argument("--redis-port", type=int, default=16399)
     p.add_argument("--only", choices=["chime", "bullmq"])
+    p.add_argument("--bin", default=os.environ.get("CHIME_BIN") or os.path.join(ROOT, "build/chime"),
+                   help="the chime binary to run (default $CHIME_BIN, else build/chime), for A/B runs")
     a = p.parse_args()
+    a.bin = os.path.abspath(a.bin)
     results = {"jobs": a.jobs, "every_s": a.every, "nodes": a.nodes, "window_s": a.seconds, "runners": a.runners,
                "machine": "%d cores, %s" % (os.cpu_count(), os.uname().release), "date": time.strftime("%F")}
     with tempfile.TemporaryDirectory(prefix="chime-bench-jobs-") as tmp:
