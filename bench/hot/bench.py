@@ -221,11 +221,14 @@ def main():
                         "-c", "CREATE INDEX ON hot_counts(created_ms)", "-c", "VACUUM ANALYZE hot_counts"], check=True)
         q = os.path.join(tmp, "q.sql")
         with open(q, "w") as f:
+            # float8 throughout: extract() is numeric, and numeric power()
+            # would measure PostgreSQL's bignum arithmetic, not the design.
             f.write("SELECT post_id, (CASE WHEN p > 1 THEN power(p - 1, 0.8) ELSE p - 1 END) / "
-                    "power((extract(epoch FROM now()) * 1000 - least(created_ms, extract(epoch FROM now()) * 1000)) "
-                    "/ 3600000.0 + 2, 1.8) AS score FROM (SELECT post_id, created_ms, views + 5 * likes + 10 * "
-                    "comments + 20 * shares AS p FROM hot_counts WHERE created_ms >= extract(epoch FROM now()) * "
-                    "1000 - 7 * 86400000) s ORDER BY score DESC, created_ms DESC, post_id DESC LIMIT 50;\n")
+                    "power((now_ms - least(created_ms, now_ms)) / 3600000.0 + 2, 1.8) AS score FROM (SELECT "
+                    "post_id, created_ms, (views + 5 * likes + 10 * comments + 20 * shares)::float8 AS p, "
+                    "extract(epoch FROM now())::float8 * 1000 AS now_ms FROM hot_counts WHERE created_ms >= "
+                    "(extract(epoch FROM now())::float8 * 1000 - 7 * 86400000)::bigint) s "
+                    "ORDER BY score DESC, created_ms DESC, post_id DESC LIMIT 50;\n")
         out = subprocess.run(["pgbench", "-n", "-c", "2", "-j", "2", "-T", str(args.seconds), "-f", q, url],
                              capture_output=True, text=True).stdout
         m = re.search(r"tps = ([0-9.]+)", out)

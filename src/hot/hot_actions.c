@@ -28,7 +28,7 @@ static const char *const count_down[] = {
     "UPDATE hot_counts SET shares = shares - 1 WHERE post_id = $1 AND shares > 0",
 };
 
-static int exec(store_stmt *st, int64_t *changes)
+int hot_exec(store_stmt *st, int64_t *changes)
 {
     int rc = store_step(st);
     if (changes) *changes = rc == STORE_DONE ? store_changes(st) : 0;
@@ -41,7 +41,7 @@ static int count_move(store *db, count_kind k, int64_t post_id, int64_t created_
     store_stmt *st = store_prepare(db, up ? count_up[k] : count_down[k]);
     store_bind_int64(st, 1, post_id);
     if (up) store_bind_int64(st, 2, created_ms);
-    return exec(st, NULL);
+    return hot_exec(st, NULL);
 }
 
 static int finish_tx(store *db, int rc)
@@ -78,7 +78,7 @@ int hot_like(store *db, int64_t post_id, int64_t user_id, int64_t created_ms, in
     store_bind_int64(st, 1, post_id);
     store_bind_int64(st, 2, user_id);
     if (on) store_bind_int64(st, 3, now);
-    if (rc == STORE_OK) rc = exec(st, &changed);
+    if (rc == STORE_OK) rc = hot_exec(st, &changed);
     if (rc == STORE_OK && changed) rc = count_move(db, COUNT_LIKES, post_id, created_ms, on);
     return finish_tx(db, rc);
 }
@@ -109,7 +109,7 @@ int hot_comment_add(store *db, int64_t id, int64_t post_id, int64_t user_id, con
     store_bind_int64(st, 3, user_id);
     store_bind_str(st, 4, text);
     store_bind_int64(st, 5, now);
-    if (rc == STORE_OK) rc = exec(st, NULL);
+    if (rc == STORE_OK) rc = hot_exec(st, NULL);
     if (rc == STORE_OK) rc = count_move(db, COUNT_COMMENTS, post_id, created_ms, true);
     if (finish_tx(db, rc) != HOT_OK) return HOT_ERROR;
     st = store_prepare(db, "SELECT name FROM users WHERE id = $1");
@@ -128,7 +128,7 @@ int hot_comment_delete(store *db, int64_t post_id, int64_t comment_id, int64_t u
     store_bind_int64(st, 1, comment_id);
     store_bind_int64(st, 2, post_id);
     store_bind_int64(st, 3, user_id);
-    if (rc == STORE_OK) rc = exec(st, &changed);
+    if (rc == STORE_OK) rc = hot_exec(st, &changed);
     if (rc == STORE_OK && changed) rc = count_move(db, COUNT_COMMENTS, post_id, 0, false);
     rc = finish_tx(db, rc);
     return rc != HOT_OK ? rc : changed ? HOT_OK : HOT_NOT_FOUND;
@@ -194,7 +194,7 @@ int hot_share(store *db, feed_http *feed, int64_t repost_id, int64_t post_id, in
         store_bind_int64(st, 2, user_id);
         store_bind_int64(st, 3, repost_id);
         store_bind_int64(st, 4, now);
-        if (rc == STORE_OK) rc = exec(st, &inserted);
+        if (rc == STORE_OK) rc = hot_exec(st, &inserted);
         if (rc == STORE_OK && inserted) rc = count_move(db, COUNT_SHARES, post_id, created_ms, true);
         /* A share of the same post by the same user committed meanwhile
          * (PostgreSQL): drop this repost and answer with that one. */

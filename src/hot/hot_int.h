@@ -70,6 +70,9 @@ struct hot_service {
 
 /* ---- actions (hot_actions.c) --------------------------------------------------------- */
 
+/* Steps a bound statement that returns no rows and resets it: STORE_OK
+ * (*changes, when asked, the rows changed) or an error. */
+int hot_exec(store_stmt *st, int64_t *changes);
 /* A post that exists and is not deleted: its creation time and author.
  * HOT_OK, HOT_NOT_FOUND or HOT_ERROR. */
 int hot_post_find(store *db, int64_t post_id, int64_t *created_ms, int64_t *author);

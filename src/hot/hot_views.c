@@ -71,14 +71,6 @@ void hot_views_submit(hot_views *v, http_req *r, int64_t post_id, int64_t user_i
     pthread_mutex_unlock(&v->mu);
 }
 
-static int exec(store_stmt *st, int64_t *changes)
-{
-    int rc = store_step(st);
-    if (changes) *changes = rc == STORE_DONE ? store_changes(st) : 0;
-    store_reset(st);
-    return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
-}
-
 /* One transaction for the batch. A view seen twice within it counts once
  * (the second finds the first's row). */
 static int write_batch(store *db, view_req *batch, int64_t now)
@@ -93,13 +85,13 @@ static int write_batch(store *db, view_req *batch, int64_t now)
         store_bind_int64(st, 2, q->user_id);
         store_bind_int64(st, 3, now);
         store_bind_int64(st, 4, now - VIEWS_HOUR_MS);
-        rc = exec(st, &counted);
+        rc = hot_exec(st, &counted);
         if (rc != STORE_OK || !counted) continue;
         st = store_prepare(db, "INSERT INTO hot_counts (post_id, created_ms, views) VALUES ($1, $2, 1) "
                                "ON CONFLICT (post_id) DO UPDATE SET views = hot_counts.views + 1");
         store_bind_int64(st, 1, q->post_id);
         store_bind_int64(st, 2, q->created_ms);
-        rc = exec(st, NULL);
+        rc = hot_exec(st, NULL);
     }
     if (rc == STORE_OK) return store_commit(db);
     store_rollback(db);
