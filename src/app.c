@@ -80,13 +80,13 @@ static int users_start(app *a)
 /* The hot list: its routes, and its counts on the feed's posts. */
 static int hot_setup(app *a, http_server *s)
 {
-    char err[200];
+    char err[200] = "out of memory";
     hot_opts o = {.db_url = a->cfg.db, .redis_url = a->cfg.redis, .node_id = a->node_id, .dbs = a->dbs,
                   .feed = &a->feed, .window_ms = a->cfg.hot_window_days * 86400000, .every_ms = a->cfg.hot_every,
                   .size = (int)a->cfg.hot_size};
     if (hot_rank_config(a->cfg.hot_formula, a->cfg.hot_weights, a->cfg.hot_gravity, &o.rank, err, sizeof err) != 0 ||
         !(a->hot = hot_new(&o, http_server_loops(s)))) {
-        log_error("cannot set up the hot list: %s", a->hot ? "" : err);
+        log_error("cannot set up the hot list: %s", err);
         return -1;
     }
     hot_register(a->hot, s);

@@ -46,14 +46,6 @@ int hot_start(hot_service *h)
     return 0;
 }
 
-void hot_stop(hot_service *h)
-{
-    if (!h) return;
-    hot_views_free(h->views); /* answers what is parked */
-    h->views = NULL;
-    hot_cache_stop(h->cache);
-}
-
 void hot_free(hot_service *h)
 {
     if (!h) return;

@@ -63,8 +63,8 @@ int hot_register_job(hot_service *h, jobs_registry *reg, char *err, size_t errle
  * view writer and the cache's pollers: before the server takes requests.
  * 0, or -1 (logged). */
 int hot_start(hot_service *h);
-/* After the HTTP server has stopped (parked views answered). */
-void hot_stop(hot_service *h);
+/* Stops the threads and frees: after the HTTP server has stopped (its
+ * parked views were answered by the still running writer). */
 void hot_free(hot_service *h);
 
 /* The feed's decoration hook (arg: the hot_service): adds likes,
