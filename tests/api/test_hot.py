@@ -320,7 +320,9 @@ class TestDefaults(HotBase):
         self.assertEqual(self.hot()["items"], [])
         pid = self.post(tok)
         self.assertEqual(self.server.post("/v1/posts/%s/views" % pid, token=tok).status, 204)
-        self.assertEqual(self.server.post("/v1/admin/jobs/hot.recompute/run", token=tok).status, 202)
+        # The scheduler registers its jobs on its own thread, soon after start.
+        self.assertTrue(wait_for(lambda: self.server.post("/v1/admin/jobs/hot.recompute/run", token=tok).status == 202,
+                                 timeout=10))
         lst = wait_for(lambda: (lambda h: h if h["items"] else None)(self.hot()), timeout=15)
         self.assertTrue(lst)
         self.assertEqual([(i["id"], i["views"], i["rank"]) for i in lst["items"]], [(pid, 1, 1)])
