@@ -95,6 +95,29 @@ static int users_start(app *a)
     return a->users ? 0 : -1;
 }
 
+/* The hot list: its routes, and its counts on the feed's posts. */
+static int hot_setup(app *a, http_server *s)
+{
+    char err[200] = "out of memory";
+    hot_opts o = {.db_url = a->cfg.db, .redis_url = a->cfg.redis, .node_id = a->node_id, .dbs = a->dbs,
+                  .feed = &a->feed, .window_ms = a->cfg.hot_window_days * 86400000, .every_ms = a->cfg.hot_every,
+                  .size = (int)a->cfg.hot_size};
+    if (hot_rank_config(a->cfg.hot_formula, a->cfg.hot_weights, a->cfg.hot_gravity, &o.rank, err, sizeof err) != 0 ||
+        !(a->hot = hot_new(&o, http_server_loops(s)))) {
+        log_error("cannot set up the hot list: %s", err);
+        return -1;
+    }
+    hot_register(a->hot, s);
+    a->feed.decorate = hot_decorate_posts;
+    a->feed.decorate_arg = a->hot;
+    return 0;
+}
+
+int app_hot_start(app *a)
+{
+    return hot_start(a->hot);
+}
+
 http_server *app_http_new(app *a)
 {
     http_server_opts opts = {
@@ -138,7 +161,7 @@ http_server *app_http_new(app *a)
                                 .push_max_followers = a->cfg.feed_push_max_followers,
                                 .timeline_max = a->cfg.feed_timeline_max};
     feed_http_register(&a->feed, s);
-    return s;
+    return hot_setup(a, s) == 0 ? s : NULL;
 }
 
 void app_http_free(app *a)
@@ -153,6 +176,8 @@ void app_http_free(app *a)
     a->chat = NULL;
     users_http_free(a->users);
     a->users = NULL;
+    hot_free(a->hot); /* after the server: its parked views are answered */
+    a->hot = NULL;
     store_pool_free(a->dbs);
     a->dbs = NULL;
 }
@@ -217,6 +242,7 @@ static int register_jobs(app *a)
                       .handler = caldav_prune_job, .arg = &a->caldav_prune, .enabled = true,
                       .misfire = JOBS_MISFIRE_RUN_ONCE, .max_run_ms = 5 * 60000};
     if (jobs_register(a->jobs, &prune, err, sizeof err) != 0) goto fail;
+    if (hot_register_job(a->hot, a->jobs, err, sizeof err) != 0) goto fail;
     if (a->cfg.test_tick_job >= 0) {
         /* Late by under a minute: every missed tick is run in turn. */
         jobs_def tick = {.name = "tick", .schedule = "* * * * * *", .time_zone = "UTC",

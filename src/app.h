@@ -14,6 +14,7 @@
 #include "feed/feed_http.h"
 #include "config.h"
 #include "http/server.h"
+#include "hot/hot.h"
 #include "http/ws.h"
 #include "jobs/jobs.h"
 #include "jobs/jobs_http.h"
@@ -45,6 +46,7 @@ typedef struct app {
     feed_http feed;
     idgen *ids;           /* post ids (feed) */
     feed_fanout *fanout;
+    hot_service *hot;     /* the hot list (made with the routes) */
     /* The WebSocket gateway: the hub (connections by user, on the loops),
      * the push channel through it, and the bus between nodes. */
     ws_hub *hub;
@@ -101,6 +103,10 @@ void app_notify_stop(app *a);
  * before the server takes requests). 0 or -1 (logged). */
 int app_feed_start(app *a);
 void app_feed_stop(app *a);
+/* Preloads the hot list and starts its threads (after app_feed_start,
+ * before the server takes requests: a node is healthy only with its list
+ * loaded). 0 or -1 (logged). app_http_free stops them. */
+int app_hot_start(app *a);
 
 /* Starts the bus between nodes and the chat's writer (after
  * app_jobs_start: presence rows carry the node id). 0 or -1 (logged). */

@@ -108,6 +108,16 @@ static const opt_def opts[] = {
         "pushed entries kept in a home timeline; reading further pulls (default 800)"),
     NUM("caldav-sync-ttl", caldav_sync_ttl, OPT_MS, 0, 3660LL * 86400000,
         "seconds a deleted event is still reported to CalDAV sync; older sync tokens expire (default 7776000)"),
+    {"hot-formula", OPT_STR, offsetof(chime_config, hot_formula), sizeof(((chime_config *)0)->hot_formula), 0, 0,
+     "hot list ranking: hn (Hacker News, default) or reddit"},
+    {"hot-weights", OPT_STR, offsetof(chime_config, hot_weights), sizeof(((chime_config *)0)->hot_weights), 0, 0,
+     "points per action, e.g. views=1,likes=5,comments=10,shares=20 (the default)"},
+    {"hot-gravity", OPT_STR, offsetof(chime_config, hot_gravity), sizeof(((chime_config *)0)->hot_gravity), 0, 0,
+     "the hn formula's gravity, the age exponent (default 1.8)"},
+    NUM("hot-window-days", hot_window_days, OPT_INT, 1, 3650, "posts older than this never enter the hot list (default 7)"),
+    NUM("hot-size", hot_size, OPT_INT, 1, 1000, "posts in the hot list (default 50)"),
+    NUM("hot-every", hot_every, OPT_MS, 100, 86400000,
+        "seconds between hot list recomputes, fractions or an ms suffix allowed (default 60)"),
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -154,6 +164,12 @@ void config_defaults(chime_config *c)
     c->feed_push_max_followers = 10000;
     c->feed_timeline_max = 800;
     c->caldav_sync_ttl = 90LL * 86400000;
+    strcpy(c->hot_formula, "hn");
+    strcpy(c->hot_weights, "views=1,likes=5,comments=10,shares=20");
+    strcpy(c->hot_gravity, "1.8");
+    c->hot_window_days = 7;
+    c->hot_size = 50;
+    c->hot_every = 60000;
 }
 
 /* "2", "0.5", "1.25" seconds or "500ms", to whole milliseconds. */

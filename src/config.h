@@ -59,6 +59,14 @@ typedef struct chime_config {
     int64_t feed_push_max_followers;
     int64_t feed_timeline_max;
     int64_t caldav_sync_ttl;    /* ms a CalDAV tombstone is kept */
+    /* the hot list (src/hot); formula, weights and gravity are checked by
+     * hot_rank_config (main.c) */
+    char hot_formula[16];         /* hn | reddit */
+    char hot_weights[128];        /* "views=1,likes=5,comments=10,shares=20" */
+    char hot_gravity[32];         /* HN's gravity, a decimal */
+    int64_t hot_window_days;
+    int64_t hot_size;             /* K, the list's length */
+    int64_t hot_every;            /* ms between recomputes */
 } chime_config;
 
 void config_defaults(chime_config *c);

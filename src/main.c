@@ -65,6 +65,12 @@ static int load_config(chime_config *cfg, const char *verb, int argc, char **arg
         fprintf(stderr, "chime: reminder-late-policy must be deliver or skip\n");
         return -1;
     }
+    hot_rank_opts hot;
+    char err[200];
+    if (hot_rank_config(cfg->hot_formula, cfg->hot_weights, cfg->hot_gravity, &hot, err, sizeof err) != 0) {
+        fprintf(stderr, "chime: %s\n", err);
+        return -1;
+    }
     static const char *levels[] = {"debug", "info", "warn", "error"};
     for (int i = 0; i < 4; i++)
         if (strcmp(cfg->log_level, levels[i]) == 0) {
@@ -123,7 +129,8 @@ static int cmd_serve(int argc, char **argv)
         free(a);
         return 1;
     }
-    if (!a->tz || !app_http_new(a) || app_feed_start(a) != 0 || http_server_start(a->http) != 0) {
+    if (!a->tz || !app_http_new(a) || app_feed_start(a) != 0 || app_hot_start(a) != 0 ||
+        http_server_start(a->http) != 0) {
         app_feed_stop(a);
         app_http_free(a);
         app_channels_stop(a);

@@ -43,8 +43,7 @@ struct bus {
     bool stopping;
 };
 
-/* redis://host:port -> host, port (6379 when absent). */
-static int parse_redis(const char *url, char **host, int *port)
+int bus_redis_address(const char *url, char **host, int *port)
 {
     const char *p = strncmp(url, "redis://", 8) == 0 ? url + 8 : url;
     const char *colon = strrchr(p, ':'), *end = p + strcspn(p, "/");
@@ -69,7 +68,7 @@ bus *bus_new(const bus_opts *o, bus_fn fn, void *arg)
     pthread_cond_init(&b->cv, NULL);
     bool pg = o->db_url && (strncmp(o->db_url, "postgres://", 11) == 0 || strncmp(o->db_url, "postgresql://", 13) == 0);
     if (o->redis_url && o->redis_url[0]) {
-        if (parse_redis(o->redis_url, &b->redis_host, &b->redis_port) != 0) {
+        if (bus_redis_address(o->redis_url, &b->redis_host, &b->redis_port) != 0) {
             log_error("bus: '%s' is not redis://HOST:PORT", o->redis_url);
             bus_free(b);
             return NULL;

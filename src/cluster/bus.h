@@ -44,5 +44,9 @@ void bus_publish(bus *b, const char *payload, size_t len);
 int bus_enabled(const bus *b);
 /* Stops the threads and frees. */
 void bus_free(bus *b);
+/* redis://HOST:PORT (or HOST:PORT) -> *host (malloc'd, the caller frees)
+ * and *port (6379 when absent). 0, or -1 when it is not one. Shared with
+ * the hot list's Redis tier, so both read --redis alike. */
+int bus_redis_address(const char *url, char **host, int *port);
 
 #endif

@@ -81,6 +81,11 @@ typedef struct feed_post_in {
  * the outbox row. FEED_CONFLICT when client_id was used before: *out is
  * then the original. */
 int feed_post(store *db, const feed_post_in *in, const feed_limits *lim, int64_t now, json_t **out);
+/* feed_post's writes inside the caller's transaction (a share writes its
+ * repost with its own rows): STORE_OK with *original 0, or the original's
+ * id when client_id was used before (nothing written), or a store error.
+ * Wake the fan-out after the commit. */
+int feed_post_tx(store *db, const feed_post_in *in, const feed_limits *lim, int64_t now, int64_t *original);
 int feed_post_get(store *db, int64_t id, json_t **out);
 /* DELETE /v1/posts/{id}: the author only (FEED_NOT_FOUND otherwise);
  * the post leaves every timeline. */

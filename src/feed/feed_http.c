@@ -22,6 +22,19 @@ static void db_error(feed_http *f, http_req *r)
     http_send_db_error(r, store_errmsg(db_of(f, r)));
 }
 
+/* The other rooms' additions to posts (feed_http.h). */
+static void decorate(feed_http *f, http_req *r, json_t *posts)
+{
+    if (f->decorate && posts) f->decorate(f->decorate_arg, db_of(f, r), r->user_id, posts);
+}
+
+static void decorate_one(feed_http *f, http_req *r, json_t *post)
+{
+    json_t *list = f->decorate && post ? json_pack("[O]", post) : NULL;
+    decorate(f, r, list);
+    json_decref(list);
+}
+
 /* ---- inputs ----------------------------------------------------------------- */
 
 /* A registered user named by the path: answers 404 when there is none. */
@@ -157,6 +170,7 @@ static void handle_post(http_req *r, void *arg)
     }
     if (rc == FEED_ERROR) return db_error(f, r);
     if (rc == FEED_OK) feed_fanout_wake(f->fanout);
+    decorate_one(f, r, out);
     http_send_json(r, rc == FEED_CONFLICT ? 200 : 201, out);
 }
 
@@ -169,6 +183,7 @@ static void handle_post_get(http_req *r, void *arg)
     int rc = feed_post_get(db_of(f, r), id, &out);
     if (rc == FEED_NOT_FOUND) return http_send_error(r, 404, "not_found", NULL, "no such post");
     if (rc != FEED_OK) return db_error(f, r);
+    decorate_one(f, r, out);
     http_send_json(r, 200, out);
 }
 
@@ -193,6 +208,7 @@ static void handle_user_posts(http_req *r, void *arg)
         !query_limit(r, FEED_PAGE_DEFAULT, FEED_PAGE_MAX, &limit))
         return;
     if (feed_user_posts(db_of(f, r), user, max_id, limit, &items) != FEED_OK) return db_error(f, r);
+    decorate(f, r, items);
     http_send_json(r, 200, json_pack("{s:o}", "items", items));
 }
 
@@ -209,6 +225,7 @@ static void handle_timeline(http_req *r, void *arg)
         return;
     if (feed_timeline(db_of(f, r), r->user_id, max_id, since_id, limit, &f->lim, base_now_ms(), &out) != FEED_OK)
         return db_error(f, r);
+    decorate(f, r, json_object_get(out, "items"));
     http_send_json(r, 200, out);
 }
 

@@ -26,6 +26,11 @@ typedef struct feed_http {
     idgen *ids;          /* borrowed: post ids (set before serving) */
     feed_fanout *fanout; /* borrowed: woken after a post (may be NULL) */
     feed_limits lim;
+    /* What other rooms show on posts (the hot list's counts and `liked`),
+     * added to each post object of an array before it is answered; app.c
+     * connects it (may be NULL). */
+    void (*decorate)(void *arg, store *db, int64_t viewer, json_t *posts);
+    void *decorate_arg;
 } feed_http;
 
 void feed_http_register(feed_http *f, http_server *s);

@@ -166,8 +166,9 @@ static int post_rows(store *db, const feed_post_in *in, bool pulled, int64_t now
     return rc;
 }
 
-static int post_tx(store *db, const feed_post_in *in, const feed_limits *lim, int64_t now, int64_t *original)
+int feed_post_tx(store *db, const feed_post_in *in, const feed_limits *lim, int64_t now, int64_t *original)
 {
+    *original = 0;
     bool pulled = false;
     int rc = in->client_id ? original_of(db, in->author, in->client_id, original) : STORE_OK;
     if (rc != STORE_OK || *original) return rc;
@@ -183,7 +184,7 @@ int feed_post(store *db, const feed_post_in *in, const feed_limits *lim, int64_t
     int64_t original = 0;
     *out = NULL;
     int rc = store_begin(db);
-    if (rc == STORE_OK) rc = post_tx(db, in, lim, now, &original);
+    if (rc == STORE_OK) rc = feed_post_tx(db, in, lim, now, &original);
     if (rc == STORE_OK) rc = store_commit(db);
     else store_rollback(db);
     if (rc != STORE_OK) return FEED_ERROR;

@@ -71,8 +71,13 @@ int jobs_register(jobs_registry *r, const jobs_def *def, char *err, size_t errle
         snprintf(err, errlen, "handler: missing");
         return -1;
     }
-    char cerr[200];
-    if (!def->schedule || cron_parse(def->schedule, &j.cron, cerr, sizeof cerr) != 0) {
+    char cerr[200], every[32];
+    if (def->every_ms > 0) {
+        /* The jobs table shows the interval where a cron text would be; a
+         * changed interval restarts the timetable as a changed cron does. */
+        snprintf(every, sizeof every, "@every %lldms", (long long)def->every_ms);
+        j.every_ms = def->every_ms;
+    } else if (!def->schedule || cron_parse(def->schedule, &j.cron, cerr, sizeof cerr) != 0) {
         snprintf(err, errlen, "schedule: %s", def->schedule ? cerr : "missing");
         return -1;
     }
@@ -82,7 +87,7 @@ int jobs_register(jobs_registry *r, const jobs_def *def, char *err, size_t errle
         return -1;
     }
     snprintf(j.name, sizeof j.name, "%s", def->name);
-    snprintf(j.schedule, sizeof j.schedule, "%s", def->schedule);
+    snprintf(j.schedule, sizeof j.schedule, "%s", j.every_ms ? every : def->schedule);
     snprintf(j.time_zone, sizeof j.time_zone, "%s", zone);
     j.handler = def->handler;
     j.arg = def->arg;
@@ -111,6 +116,7 @@ static int64_t floor_div(int64_t a, int64_t b)
 
 int64_t jobs_fire_after(const jobs_job *j, int64_t t_ms)
 {
+    if (j->every_ms > 0) return (floor_div(t_ms, j->every_ms) + 1) * j->every_ms;
     int64_t s = cron_next(&j->cron, j->zone, floor_div(t_ms, 1000));
     return s < 0 ? -1 : s * 1000;
 }

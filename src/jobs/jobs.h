@@ -47,7 +47,9 @@ typedef int (*jobs_handler)(jobs_run *run, void *arg);
 
 typedef struct jobs_def {
     const char *name;      /* [a-z0-9_.-], at most JOBS_NAME_MAX */
-    const char *schedule;  /* cron expression, see time/cron.h */
+    const char *schedule;  /* cron expression, see time/cron.h; ignored when every_ms > 0 */
+    int64_t every_ms;      /* > 0: fire every this many ms instead (at multiples of it since
+                              the epoch), for periods cron cannot say (500 ms, 2.5 s) */
     const char *time_zone; /* IANA name; NULL or "" means UTC */
     jobs_handler handler;
     void *arg;             /* passed to handler; owned by the registering module */
@@ -64,6 +66,7 @@ typedef struct jobs_job {
     char schedule[CRON_TEXT_MAX + 1];
     char time_zone[64];
     cron_expr cron;
+    int64_t every_ms;    /* > 0: an interval job (cron unused) */
     const tz_zone *zone; /* NULL = UTC */
     jobs_handler handler;
     void *arg;

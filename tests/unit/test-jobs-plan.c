@@ -96,6 +96,31 @@ static void test_fire_after(void **state)
  * 03:30 EDT (07:30Z); on the fall-back day once, at the first 02:30...
  * which does not exist twice for 02:30 (01:00-02:00 repeats), so check
  * 01:30 too: it fires at its first occurrence only. */
+/* Interval jobs (--hot-every): multiples of the period since the epoch,
+ * sub-second periods included, and a run late by more than one period
+ * misfires (run once now) instead of running every missed period. */
+static void test_every_ms(void **state)
+{
+    fixture *f = *state;
+    char err[256];
+    jobs_def d = {.name = "every", .every_ms = 500, .handler = noop, .enabled = true,
+                  .misfire = JOBS_MISFIRE_RUN_ONCE, .misfire_after_ms = 500};
+    assert_int_equal(jobs_register(f->reg, &d, err, sizeof err), 0);
+    const jobs_job *j = jobs_registry_find(f->reg, "every");
+    assert_string_equal(j->schedule, "@every 500ms");
+    assert_int_equal(jobs_fire_after(j, 1000), 1500);
+    assert_int_equal(jobs_fire_after(j, 1499), 1500);
+    assert_int_equal(jobs_fire_after(j, 1500), 2000);
+    jobs_plan p;
+    jobs_plan_next(j, 1500, 1600, &p);
+    assert_int_equal(p.action, JOBS_RUN);
+    assert_int_equal(p.next_ms, 2000);
+    jobs_plan_next(j, 1500, 10100, &p);
+    assert_int_equal(p.action, JOBS_RUN);
+    assert_true(p.misfired);
+    assert_int_equal(p.next_ms, 10500);
+}
+
 static void test_next_across_dst(void **state)
 {
     fixture *f = *state;
@@ -187,6 +212,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_register_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fire_after, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_every_ms, setup, teardown),
         cmocka_unit_test_setup_teardown(test_next_across_dst, setup, teardown),
         cmocka_unit_test_setup_teardown(test_plan_on_time_and_catch_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_misfire_policies, setup, teardown),
