@@ -72,6 +72,10 @@ build/bench/receiver: bench/reminders/receiver.c
 	@mkdir -p $(dir $@)
 	$(CC) $(REL_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(PKG_LIBS)
 
+build/bench/chatload: bench/chat/chatload.c
+	@mkdir -p $(dir $@)
+	$(CC) $(REL_CFLAGS) -o $@ $<
+
 run: deps
 	@$(MAKE) --no-print-directory build/chime
 	@mkdir -p var
