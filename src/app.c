@@ -72,7 +72,7 @@ static int users_start(app *a)
     users_http_opts o = {.dbs = a->dbs, .session_ttl_s = a->cfg.session_ttl, .signin_limit = a->cfg.signin_limit,
                          .signin_ip_limit = a->cfg.signin_ip_limit, .signin_window_s = a->cfg.signin_window,
                          .password_ops = a->cfg.password_ops, .password_mem_kib = a->cfg.password_mem,
-                         .admin_email = a->cfg.admin_email};
+                         .admin_email = a->cfg.admin_email, .on_signin = feed_on_signin, .on_signin_arg = &a->feed};
     a->users = users_http_new(&o);
     return a->users ? 0 : -1;
 }
@@ -111,6 +111,11 @@ http_server *app_http_new(app *a)
         log_error("cannot set up the chat (out of memory)");
         return NULL;
     }
+    a->feed.dbs = a->dbs;
+    a->feed.lim = (feed_limits){.active_ms = a->cfg.feed_active_days * 86400000,
+                                .push_max_followers = a->cfg.feed_push_max_followers,
+                                .timeline_max = a->cfg.feed_timeline_max};
+    feed_http_register(&a->feed, s);
     return s;
 }
 
@@ -131,6 +136,14 @@ void app_http_free(app *a)
 }
 
 /* host-pid-random: readable in logs, unique among live processes. */
+static void make_node_id(char *buf, size_t size);
+
+void app_identity(app *a)
+{
+    if (a->cfg.node_id[0]) snprintf(a->node_id, sizeof a->node_id, "%s", a->cfg.node_id);
+    else make_node_id(a->node_id, sizeof a->node_id);
+}
+
 static void make_node_id(char *buf, size_t size)
 {
     char host[32] = "node";
@@ -182,8 +195,7 @@ fail:
 
 int app_jobs_start(app *a)
 {
-    if (a->cfg.node_id[0]) snprintf(a->node_id, sizeof a->node_id, "%s", a->cfg.node_id);
-    else make_node_id(a->node_id, sizeof a->node_id);
+    if (!a->node_id[0]) app_identity(a);
     a->jobs = jobs_registry_new(a->tz);
     if (!a->jobs || register_jobs(a) != 0) {
         app_jobs_stop(a);
@@ -253,6 +265,41 @@ void app_notify_stop(app *a)
 {
     notify_engine_free(a->notify); /* waits for its sends; app_channels_stop comes after */
     a->notify = NULL;
+}
+
+/* The feed's news for online followers: through the chat's presence and
+ * the push channel. */
+static bool feed_online(void *arg, int64_t user_id)
+{
+    app *a = arg;
+    return chat_online_anywhere(a->chat, user_id);
+}
+
+static void feed_push(void *arg, int64_t user_id, const char *frame, size_t len)
+{
+    app *a = arg;
+    push_frame(a->push, user_id, frame, len);
+}
+
+int app_feed_start(app *a)
+{
+    if (!a->node_id[0]) app_identity(a);
+    a->ids = idgen_start(a->cfg.db, a->node_id, a->cfg.lease_ttl, a->cfg.lease_heartbeat);
+    feed_fanout_opts fo = {.db_url = a->cfg.db, .node_id = a->node_id, .lim = a->feed.lim,
+                           .lease_ttl_ms = a->cfg.lease_ttl, .heartbeat_ms = a->cfg.lease_heartbeat,
+                           .online = feed_online, .push = feed_push, .arg = a};
+    a->fanout = a->ids ? feed_fanout_start(&fo) : NULL;
+    a->feed.ids = a->ids;
+    a->feed.fanout = a->fanout;
+    return a->fanout ? 0 : -1;
+}
+
+void app_feed_stop(app *a)
+{
+    feed_fanout_stop(a->fanout);
+    a->fanout = NULL;
+    idgen_stop(a->ids);
+    a->ids = NULL;
 }
 
 int app_chat_start(app *a)

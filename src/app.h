@@ -9,6 +9,7 @@
 #include "chat/chat_http.h"
 #include "cluster/bus.h"
 #include "deliver/push.h"
+#include "feed/feed_http.h"
 #include "config.h"
 #include "http/server.h"
 #include "http/ws.h"
@@ -37,6 +38,9 @@ typedef struct app {
     webhooks_http webhooks;
     notify_sync_opts sync; /* the calendar's change listener's */
     chat_service *chat;
+    feed_http feed;
+    idgen *ids;           /* post ids (feed) */
+    feed_fanout *fanout;
     /* The WebSocket gateway: the hub (connections by user, on the loops),
      * the push channel through it, and the bus between nodes. */
     ws_hub *hub;
@@ -54,6 +58,10 @@ typedef struct app {
      * channels). */
     notify_engine *notify;
 } app;
+
+/* The node's id (--node-id, or made up): before anything that names the
+ * node (leases, presence, ids). */
+void app_identity(app *a);
 
 /* Builds the server with every route and the domains' contexts, ready for
  * http_server_start (after app_channels_start: webhook tests send through
@@ -75,6 +83,11 @@ void app_jobs_stop(app *a);
 int app_notify_start(app *a);
 /* Stops it, releasing its leases; safe when it was not started. */
 void app_notify_stop(app *a);
+/* Starts the feed's id generator and fan-out engine (after app_identity,
+ * before the server takes requests). 0 or -1 (logged). */
+int app_feed_start(app *a);
+void app_feed_stop(app *a);
+
 /* Starts the bus between nodes and the chat's writer (after
  * app_jobs_start: presence rows carry the node id). 0 or -1 (logged). */
 int app_chat_start(app *a);

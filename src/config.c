@@ -88,6 +88,12 @@ static const opt_def opts[] = {
     NUM("ws-max-per-user", ws_max_per_user, OPT_INT, 1, 1000,
         "WebSocket connections a user may have on a node; the oldest goes (default 10)"),
     NUM("chat-rate", chat_rate, OPT_INT, 1, 100000, "chat messages a user may send per second, twice that in a burst (default 20)"),
+    NUM("feed-active-days", feed_active_days, OPT_INT, 1, 3650,
+        "days since a sign-in or a timeline read for new posts to be pushed to a user (default 30)"),
+    NUM("feed-push-max-followers", feed_push_max_followers, OPT_INT, 0, 1000000000,
+        "accounts with more followers are never pushed: merged in at read time (default 10000)"),
+    NUM("feed-timeline-max", feed_timeline_max, OPT_INT, 10, 100000,
+        "pushed entries kept in a home timeline; reading further pulls (default 800)"),
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
@@ -126,6 +132,9 @@ void config_defaults(chime_config *c)
     c->ws_ping = 25000;
     c->ws_max_per_user = 10;
     c->chat_rate = 20;
+    c->feed_active_days = 30;
+    c->feed_push_max_followers = 10000;
+    c->feed_timeline_max = 800;
 }
 
 /* "2", "0.5", "1.25" seconds or "500ms", to whole milliseconds. */

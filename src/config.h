@@ -50,6 +50,10 @@ typedef struct chime_config {
     int64_t ws_ping;              /* ms between pings */
     int64_t ws_max_per_user;      /* connections a user may have on a node */
     int64_t chat_rate;            /* messages a user may send per second */
+    /* the feed (src/feed) */
+    int64_t feed_active_days;
+    int64_t feed_push_max_followers;
+    int64_t feed_timeline_max;
 } chime_config;
 
 void config_defaults(chime_config *c);

@@ -118,7 +118,9 @@ static int cmd_serve(int argc, char **argv)
         free(a);
         return 1;
     }
-    if (!a->tz || !app_http_new(a) || http_server_start(a->http) != 0) {
+    app_identity(a);
+    if (!a->tz || !app_http_new(a) || app_feed_start(a) != 0 || http_server_start(a->http) != 0) {
+        app_feed_stop(a);
         app_http_free(a);
         app_channels_stop(a);
         tz_db_free(a->tz);
@@ -130,6 +132,7 @@ static int cmd_serve(int argc, char **argv)
         app_jobs_stop(a);
         http_server_stop(a->http);
         app_chat_stop(a);
+        app_feed_stop(a);
         app_http_free(a);
         app_channels_stop(a);
         tz_db_free(a->tz);
@@ -148,6 +151,7 @@ static int cmd_serve(int argc, char **argv)
      * writer), then the writer, then what the loops used. */
     http_server_stop(a->http);
     app_chat_stop(a);
+    app_feed_stop(a);
     app_http_free(a);
     /* After everything that sends: waits for deliveries in flight. */
     app_channels_stop(a);

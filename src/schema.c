@@ -7,6 +7,7 @@
 #include "base/base.h"
 #include "calendar/calendar.h"
 #include "chat/chat.h"
+#include "feed/feed.h"
 #include "jobs/jobs.h"
 #include "notify/notify.h"
 #include "users/users.h"
@@ -15,7 +16,8 @@ int chime_schema(store_schema *out)
 {
     memset(out, 0, sizeof *out);
     if (users_schema_add(out) != 0 || cal_schema_add(out) != 0 || jobs_schema_add(out) != 0 ||
-        notify_schema_add(out) != 0 || chat_schema_add(out) != 0) {
+        notify_schema_add(out) != 0 || chat_schema_add(out) != 0 ||
+        feed_schema_add(out) != 0) {
         log_error("schema: two domains claim one version, or too many steps");
         return -1;
     }

@@ -42,7 +42,7 @@ bool users_verify_password(const char *hash, const char *password)
     return crypto_pwhash_str_verify(hash, password, strlen(password)) == 0;
 }
 
-static void user_from_row(store_stmt *st, user *u)
+static void user_from_row(store_stmt *st, users_account *u)
 {
     u->id = store_col_int64(st, 0);
     snprintf(u->email, sizeof u->email, "%s", store_col_text(st, 1));
@@ -51,7 +51,7 @@ static void user_from_row(store_stmt *st, user *u)
     u->created_ms = store_col_int64(st, 4);
 }
 
-int users_create(store *db, const char *email, const char *name, const char *hash, user *out)
+int users_create(store *db, const char *email, const char *name, const char *hash, users_account *out)
 {
     char lower[USERS_EMAIL_MAX + 1];
     lower_ascii(email, lower, sizeof lower);
@@ -74,7 +74,7 @@ int users_create(store *db, const char *email, const char *name, const char *has
     return rc == STORE_ROW ? USERS_OK : USERS_ERROR;
 }
 
-int users_get(store *db, int64_t id, user *out)
+int users_get(store *db, int64_t id, users_account *out)
 {
     store_stmt *st = store_prepare(db, "SELECT id, email, name, is_admin, created_ms FROM users WHERE id = $1");
     if (!st) return USERS_ERROR;
@@ -85,7 +85,7 @@ int users_get(store *db, int64_t id, user *out)
     return rc == STORE_ROW ? USERS_OK : rc == STORE_DONE ? USERS_NOT_FOUND : USERS_ERROR;
 }
 
-int users_find_by_email(store *db, const char *email, user *out, char hash[USERS_HASH_MAX])
+int users_find_by_email(store *db, const char *email, users_account *out, char hash[USERS_HASH_MAX])
 {
     char lower[USERS_EMAIL_MAX + 1];
     lower_ascii(email, lower, sizeof lower);
@@ -104,7 +104,7 @@ int users_find_by_email(store *db, const char *email, user *out, char hash[USERS
 
 int users_resolve(store *db, const char *ref, int64_t *id)
 {
-    user u;
+    users_account u;
     char hash[USERS_HASH_MAX];
     int rc = base_id_parse(ref, strlen(ref), id) == 0 ? users_get(db, *id, &u)
              : strchr(ref, '@')                       ? users_find_by_email(db, ref, &u, hash)

@@ -18,13 +18,13 @@
 
 enum { USERS_OK = 0, USERS_NOT_FOUND = 1, USERS_DUPLICATE = 2, USERS_EXPIRED = 3, USERS_ERROR = -1 };
 
-typedef struct user {
+typedef struct users_account {
     int64_t id;
     char email[USERS_EMAIL_MAX + 1];
     char name[USERS_NAME_MAX + 1];
     bool is_admin;
     int64_t created_ms;
-} user;
+} users_account;
 
 /* A plausible address: one '@', something on both sides, a dot in the
  * domain, no spaces or control characters. */
@@ -36,10 +36,10 @@ bool users_verify_password(const char *hash, const char *password);
 
 /* Creates the user; the first user ever is the admin. USERS_DUPLICATE when
  * the email is taken (compared case-insensitively). */
-int users_create(store *db, const char *email, const char *name, const char *hash, user *out);
-int users_get(store *db, int64_t id, user *out);
+int users_create(store *db, const char *email, const char *name, const char *hash, users_account *out);
+int users_get(store *db, int64_t id, users_account *out);
 /* Finds by email (any case) and copies the password hash. */
-int users_find_by_email(store *db, const char *email, user *out, char hash[USERS_HASH_MAX]);
+int users_find_by_email(store *db, const char *email, users_account *out, char hash[USERS_HASH_MAX]);
 int users_count(store *db, int64_t *out);
 /* A user named by id (16 hex digits) or email (any case): USERS_OK with
  * *id, USERS_NOT_FOUND, or USERS_ERROR. */

@@ -47,7 +47,7 @@ static store *db_of(const users_http *u, const http_req *r)
     return store_pool_at(u->o.dbs, r->loop);
 }
 
-static json_t *user_json(const user *u)
+static json_t *user_json(const users_account *u)
 {
     char id[17], created[32];
     base_id_format(u->id, id);
@@ -87,7 +87,7 @@ static void signup_done(http_req *r, void *p)
         return;
     }
     store *db = db_of(s->u, r);
-    user u;
+    users_account u;
     int rc = s->rc == USERS_OK ? users_create(db, s->email, s->name, s->hash, &u) : USERS_ERROR;
     if (rc == USERS_OK) http_send_json(r, 201, user_json(&u));
     else if (rc == USERS_DUPLICATE) http_send_error(r, 409, "email_taken", "email", "that email is already registered");
@@ -123,7 +123,7 @@ static void handle_signup(http_req *r, void *arg)
     }
     /* Refuse a taken email before paying for the hash; the unique index
      * still decides races. */
-    user u;
+    users_account u;
     char hash[USERS_HASH_MAX];
     int rc = users_find_by_email(db, s->email, &u, hash);
     if (rc == USERS_OK) {
@@ -153,7 +153,7 @@ typedef struct users_signin {
     char hash[USERS_HASH_MAX];
     char account_key[USERS_EMAIL_MAX + 16], addr_key[80];
     bool known;
-    user u;
+    users_account u;
     bool ok;
 } users_signin;
 
@@ -199,6 +199,7 @@ static void signin_done(http_req *r, void *p)
         rfc3339_format_ms(now + o->session_ttl_s * 1000, expires, sizeof expires);
         http_send_json(r, 201, json_pack("{s:s,s:s,s:o}", "token", token, "expires", expires, "user", user_json(&s->u)));
         sodium_memzero(token, sizeof token);
+        if (o->on_signin) o->on_signin(o->on_signin_arg, db, s->u.id);
     }
     signin_free(s);
 }
@@ -296,7 +297,7 @@ static int authenticate(void *arg, http_req *r, http_err *e)
 static int authorize_admin(void *arg, http_req *r, http_err *e)
 {
     users_http *uh = arg;
-    user u;
+    users_account u;
     int rc = users_get(db_of(uh, r), r->user_id, &u);
     if (rc == USERS_ERROR) {
         log_error("request %s: database: %s", r->request_id, store_errmsg(db_of(uh, r)));
@@ -321,7 +322,7 @@ static void handle_signout(http_req *r, void *arg)
 static void handle_me(http_req *r, void *arg)
 {
     store *db = db_of(arg, r);
-    user u;
+    users_account u;
     int rc = users_get(db, r->user_id, &u);
     if (rc == USERS_OK) http_send_json(r, 200, user_json(&u));
     else if (rc == USERS_NOT_FOUND) http_send_error(r, 401, "invalid_token", "authorization", "the account no longer exists");

@@ -18,6 +18,10 @@ typedef struct users_http_opts {
     int64_t password_ops;     /* --password-ops */
     int64_t password_mem_kib; /* --password-mem */
     const char *admin_email;  /* --admin-email ("" for none); borrowed */
+    /* After a successful sign-in (answered), on its loop with its
+     * connection: other rooms learn the user is active. May be NULL. */
+    void (*on_signin)(void *arg, store *db, int64_t user);
+    void *on_signin_arg;
 } users_http_opts;
 
 typedef struct users_http users_http;

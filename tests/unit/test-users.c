@@ -47,7 +47,7 @@ static void test_passwords(void **state)
 static void test_create_and_find(void **state)
 {
     testdb *db = *state;
-    user a, b, found;
+    users_account a, b, found;
     char h[USERS_HASH_MAX];
     assert_int_equal(users_create(db->s, "Ada@Example.com", "Ada", hash, &a), USERS_OK);
     assert_true(a.is_admin); /* the first account */
@@ -71,7 +71,7 @@ static void test_create_and_find(void **state)
 static void test_sessions(void **state)
 {
     testdb *db = *state;
-    user u;
+    users_account u;
     char t1[USERS_TOKEN_MAX], t2[USERS_TOKEN_MAX];
     int64_t uid = 0;
     assert_int_equal(users_create(db->s, "s@example.com", "S", hash, &u), USERS_OK);

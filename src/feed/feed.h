@@ -1,0 +1,109 @@
+/* feed.h -- the follow feed (the Weibo notes): follows, posts, home
+ * timelines built by push and by pull, read marks as offsets.
+ *
+ * Posts: ids from cluster/idgen.h (time-ordered, unique across nodes);
+ * contents in `posts`, keyed by (month, id) -- monthly partitions on
+ * PostgreSQL, a month key on SQLite -- so a post is found from its id
+ * alone (the id says its month) and old months go as a whole. A per-month
+ * count of each author's posts (author_months) finds a page deep in an
+ * author's history without walking from the newest.
+ *
+ * Timelines: `timelines` holds pushed entries (user, post id, author): ids
+ * only, at most --feed-timeline-max a user (older ones are trimmed; reading
+ * past them pulls). A post's transaction writes it, the author's own
+ * entry and an outbox row (feed_outbox); the fan-out engine
+ * (feed_fanout.c) pushes it to each active follower in fenced batches and
+ * deletes the outbox row when done (at least once; a redo inserts nothing
+ * twice). Authors with more than --feed-push-max-followers followers are
+ * never pushed: their posts are marked pulled, the author is in pull mode,
+ * and readers merge them in at read time. Followers inactive (no sign-in
+ * and no timeline read within --feed-active-days) get nothing pushed; a
+ * returning one is marked stale, and the first read rebuilds the timeline
+ * from the accounts followed before answering.
+ *
+ * No gaps: a reader sees only posts older than every post still being
+ * pushed to it (the oldest pending outbox row among the accounts it
+ * follows): an entry that arrives later is never older than what a page
+ * already showed. Unread = entries newer than the read mark, counted from
+ * ids (never a counter). */
+#ifndef CHIME_FEED_H
+#define CHIME_FEED_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+#define FEED_TEXT_MAX 2000
+#define FEED_CLIENT_ID_MAX 128
+#define FEED_PAGE_DEFAULT 20
+#define FEED_PAGE_MAX 200
+#define FEED_BACKFILL 100 /* posts of an account copied into a timeline on follow */
+#define FEED_GROUPS 16    /* lease groups of the fan-out */
+
+enum { FEED_OK = 0, FEED_NOT_FOUND = 1, FEED_CONFLICT = 2, FEED_ERROR = -1 };
+
+typedef struct feed_limits {
+    int64_t active_ms;          /* --feed-active-days */
+    int64_t push_max_followers; /* --feed-push-max-followers */
+    int64_t timeline_max;       /* --feed-timeline-max */
+} feed_limits;
+
+/* The month key of an id ("202611": UTC year * 100 + month). */
+int feed_month_of(int64_t post_id);
+
+/* ---- follows (feed_follow.c) ---- */
+
+/* PUT /v1/me/following/{user}: idempotent; *created says whether it was
+ * new. Back-fills the followee's recent posts into the follower's timeline. */
+int feed_follow(store *db, int64_t me, int64_t followee, const feed_limits *lim, int64_t now, bool *created);
+int feed_unfollow(store *db, int64_t me, int64_t followee, bool *removed);
+/* Followers (or followees) of a user after cursor (0: from the start), as
+ * [{id, name}]; *next is the cursor of the next page or 0. */
+int feed_follow_list(store *db, int64_t user, bool followers, int64_t cursor, int limit, json_t **out, int64_t *next);
+/* GET /v1/users/{id}: {id, name, followers, following, posts, followed}. */
+int feed_profile(store *db, int64_t viewer, int64_t user, json_t **out);
+/* A sign-in or a timeline read: the user is active (pushes reach it); one
+ * inactive until now is marked stale (its timeline is rebuilt). */
+int feed_touch(store *db, int64_t user, const feed_limits *lim, int64_t now);
+
+/* ---- posts (feed_posts.c) ---- */
+
+typedef struct feed_post_in {
+    int64_t id; /* from idgen */
+    int64_t author;
+    const char *text, *client_id; /* client_id may be NULL */
+} feed_post_in;
+
+/* POST /v1/posts, in one transaction: the post, the author's own entry,
+ * the outbox row. FEED_CONFLICT when client_id was used before: *out is
+ * then the original. */
+int feed_post(store *db, const feed_post_in *in, const feed_limits *lim, int64_t now, json_t **out);
+int feed_post_get(store *db, int64_t id, json_t **out);
+/* DELETE /v1/posts/{id}: the author only (FEED_NOT_FOUND otherwise);
+ * the post leaves every timeline. */
+int feed_post_delete(store *db, int64_t me, int64_t id);
+/* GET /v1/users/{id}/posts: newest first, ids below max_id (0: none). */
+int feed_user_posts(store *db, int64_t user, int64_t max_id, int limit, json_t **out);
+/* Posts by id, in the order given, deleted ones left out: [post...]. */
+int feed_posts_load(store *db, const int64_t *ids, size_t n, json_t **out);
+
+/* ---- timelines (feed_timeline.c) ---- */
+
+/* GET /v1/timeline: newest first, ids in (since_id, max_id). */
+int feed_timeline(store *db, int64_t me, int64_t max_id, int64_t since_id, int limit, const feed_limits *lim,
+                  int64_t now, json_t **out);
+/* GET /v1/timeline/unread_count */
+int feed_unread(store *db, int64_t me, const feed_limits *lim, int64_t now, int64_t *count);
+/* POST /v1/markers (forward only) and GET /v1/markers. */
+int feed_marker_set(store *db, int64_t me, int64_t last_read_id, int64_t now);
+int feed_markers(store *db, int64_t me, json_t **out);
+/* Keeps at most timeline_max pushed entries of a user. */
+int feed_trim(store *db, int64_t user, int64_t timeline_max);
+
+/* Adds the feed's schema steps (feed_schema.c) to the one list. */
+int feed_schema_add(store_schema *s);
+
+#endif
