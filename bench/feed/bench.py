@@ -131,7 +131,7 @@ def wrk(url, token, secs, threads, conns):
 
 
 def access_times(path, prefix):
-    pat = re.compile(re.escape(prefix) + r"\S* 200 \d+B ([0-9.]+)ms")
+    pat = re.compile(re.escape(prefix) + r"\S* 20[01] \d+B ([0-9.]+)ms")
     return [float(m.group(1)) for m in pat.finditer(open(path).read())]
 
 
