@@ -195,6 +195,11 @@ def chime_measure(g, d, a, A_followers, burst_authors):
         time.sleep(1)
         l0 = loadavg()
         bids = [None] * len(outs)
+        # the reader's timeline, one connection, while the fan-out runs
+        open(c.access, "w").close()
+        reads = subprocess.Popen(["wrk", "-t1", "-c1", "-d%ds" % a.seconds, "-H",
+                                  "Authorization: Bearer " + tok(graph.READER),
+                                  "http://127.0.0.1:%d/v1/timeline?limit=20" % c.port], stdout=subprocess.DEVNULL)
         t0 = time.perf_counter()
 
         def post(j):
@@ -214,8 +219,10 @@ def chime_measure(g, d, a, A_followers, burst_authors):
         t1 = time.perf_counter()
         rows = ro.execute("SELECT count(*) FROM timelines WHERE post_id IN (%s)" % ",".join(map(str, bids))).fetchone()[0]
         ro.close()
+        reads.wait()
         R["burst"] = {"posts": len(bids), "rows": rows, "acked_s": round(t_acked - t0, 3), "secs": round(t1 - t0, 3),
-                      "rows_per_s": round(rows / (t1 - t0)), "load_before": l0, "load": loadavg()}
+                      "rows_per_s": round(rows / (t1 - t0)), "load_before": l0, "load": loadavg(),
+                      "timeline_meanwhile": dist(access_times(c.access, "GET /v1/timeline?limit=20"))}
         log("chime burst: %s" % json.dumps(R["burst"]))
     finally:
         tail = c.stop()
@@ -366,15 +373,17 @@ def report(info, C, P, a):
     print("| measure | chime (SQLite) | Mastodon design (Redis) | fan-out on read (PostgreSQL) |")
     print("|---|---|---|---|")
     tl = C.get("timeline", {})
+
+    def peer_read(key):
+        r = P.get(key)
+        return "%s / %s (client, %d reads/s)" % (f_ms(r["p50"]), f_ms(r["p99"]), r["rps"]) if r else "-"
+
     if tl:
         print("| timeline read, 20 items, reader following 1,000 (10 celebrities): p50 / p99 | server %s / %s; "
-              "client %s / %s (wrk -c1, %.0f req/s) | %s / %s (client, %d req/s) | %s / %s (client, %d req/s) |" % (
+              "client %s / %s (wrk -c1, %.0f req/s) | %s | %s |" % (
                   f_ms(tl["server"]["p50"]), f_ms(tl["server"]["p99"]), f_ms(tl["wrk"]["client"].get("p50")),
-                  f_ms(tl["wrk"]["client"].get("p99")), tl["wrk"]["rps"],
-                  f_ms(P.get("mastodon_read", {}).get("p50")), f_ms(P.get("mastodon_read", {}).get("p99")),
-                  P.get("mastodon_read", {}).get("rps", 0),
-                  f_ms(P.get("pg_read", {}).get("p50")), f_ms(P.get("pg_read", {}).get("p99")),
-                  P.get("pg_read", {}).get("rps", 0)))
+                  f_ms(tl["wrk"]["client"].get("p99")), tl["wrk"]["rps"], peer_read("mastodon_read"),
+                  peer_read("pg_read")))
     if "rps" in C:
         print("| timeline read, wrk -t2 -c32 | %.0f req/s | | |" % C["rps"]["timeline"]["rps"])
     v = C.get("visible")
@@ -392,6 +401,10 @@ def report(info, C, P, a):
         print("| fan-out, %d posts of 5,000-follower authors at once | %d rows in %.2f s: %d rows/s | %s rows in %s s: "
               "%s rows/s | none (0 rows) |" % (b["posts"], b["rows"], b["secs"], b["rows_per_s"], mb.get("rows", "-"),
                                               mb.get("secs", "-"), mb.get("rows_per_s", "-")))
+    if b and b.get("timeline_meanwhile", {}).get("n"):
+        tm = b["timeline_meanwhile"]
+        print("| timeline read while that fan-out runs (wrk -c1, first %d s): server p50 / p99 (max) | %s / %s (%s) | | |" % (
+            a.seconds, f_ms(tm["p50"]), f_ms(tm["p99"]), f_ms(tm["max"])))
     if "rps" in C:
         r = C["rps"]
         print("| unread_count (reader) vs /healthz, wrk -t2 -c32 | %.0f vs %.0f req/s: %.0f%% | | |" % (
