@@ -13,10 +13,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-scripts/deps.sh >/dev/null
+# wrk, redis-server and PostgreSQL come with the test dependencies (the
+# script keeps PostgreSQL's system cluster from starting); the peers'
+# Python worker needs the two client libraries on top.
+scripts/deps.sh test >/dev/null
 make -s build/chime
 need=()
-for p in wrk redis-server postgresql python3-redis python3-psycopg2; do
+for p in python3-redis python3-psycopg2; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
