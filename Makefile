@@ -76,6 +76,10 @@ build/bench/bare-h2o: bench/http/bare.c
 	@mkdir -p $(dir $@)
 	$(CC) $(REL_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(PKG_LIBS)
 
+build/bench/chatload: bench/chat/chatload.c
+	@mkdir -p $(dir $@)
+	$(CC) $(REL_CFLAGS) -o $@ $<
+
 run: deps
 	@$(MAKE) --no-print-directory build/chime
 	@mkdir -p var

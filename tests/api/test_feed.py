@@ -268,6 +268,40 @@ class TestPull(FeedTest):
                                      % int(b["id"], 16))[0][0]), 10)
         self.assertEqual(self.all_pages(tb, limit=4), list(reversed(ids)))
 
+    def test_unread_counts_pushed_and_pulled_together(self):
+        (star, ts), (a, ta) = self.server.new_user(), self.server.new_user()
+        fans = [self.server.new_user() for _ in range(3)]
+        for i, (_, t) in enumerate(fans):
+            self.follow(t, star["id"])
+            if i < 2:  # a stays under the threshold: pushed
+                self.follow(t, a["id"])
+            self.texts(t)
+        self.post(ts, "pulled 1")
+        pushed = [self.post(ta, "pushed %d" % i) for i in range(3)]
+        self.post(ts, "pulled 2")
+        (fan, tf) = fans[0]
+        self.assertTrue(self.settle(tf, ["pulled 2", "pushed 2", "pushed 1", "pushed 0", "pulled 1"]))
+        self.assertEqual(self.unread(tf), 5)
+        self.server.post("/v1/markers", {"home": {"last_read_id": pushed[1]["id"]}}, token=tf)
+        recount = len([p for p in self.timeline(tf, limit=50)["items"] if int(p["id"]) > int(pushed[1]["id"])])
+        self.assertEqual(recount, 2)
+        self.assertEqual(self.unread(tf), recount)
+
+    def test_a_full_timeline_is_marked_once(self):
+        (a, ta), (b, tb) = self.server.new_user(), self.server.new_user()
+        self.follow(tb, a["id"])
+        self.texts(tb)
+        ids = [self.post(ta, "f%d" % i)["id"] for i in range(10)]  # exactly --feed-timeline-max
+        self.assertTrue(wait_for(lambda: self.timeline(tb, limit=1)["items"][0]["id"] == ids[-1], timeout=5))
+        bid = int(b["id"], 16)
+        for _ in range(2):  # the first front page marks the edge, the second finds it marked
+            self.texts(tb)
+            self.assertEqual(int(sql(self.server.db, "SELECT trimmed_below FROM feed_users WHERE user_id = %d"
+                                     % bid)[0][0]), int(ids[0]))
+            self.assertEqual(int(sql(self.server.db, "SELECT count(*) FROM timelines WHERE user_id = %d"
+                                     % bid)[0][0]), 10)
+        self.assertEqual(self.all_pages(tb, limit=4), list(reversed(ids)))
+
 
 class TestFanoutKill(unittest.TestCase):
     """SIGKILL during a fan-out of 20,000 followers: nothing lost, nothing
