@@ -171,7 +171,8 @@ static void submit_quiet(chat_service *c, chat_op *op)
 {
     op->finish = presence_done;
     snprintf(op->node, sizeof op->node, "%s", c->o.node_id);
-    if (!c->writer || chat_writer_submit(c->writer, op) != 0) chat_op_free(op);
+    chat_writer *w = atomic_load(&c->writer);
+    if (!w || chat_writer_submit(w, op) != 0) chat_op_free(op);
 }
 
 void chat_presence(chat_service *c, int64_t user, bool online)

@@ -53,7 +53,11 @@ void chat_submit(chat_service *c, http_req *r, chat_op *op)
         return;
     }
     op->ctx = p;
-    if (chat_writer_submit(c->writer, op) != 0) {
+    chat_writer *w = atomic_load(&c->writer);
+    if (!w) {
+        chat_refuse(&op->res, 503, "starting", NULL, "the chat is starting; try again");
+        http_unpark(p);
+    } else if (chat_writer_submit(w, op) != 0) {
         chat_refuse(&op->res, 503, "shutting_down", NULL, "the server is shutting down");
         http_unpark(p);
     }
@@ -380,16 +384,19 @@ int chat_start(chat_service *c)
 {
     chat_writer_opts wo = {.db_url = c->o.db_url, .group_max_members = c->o.group_max_members,
                            .on_commit = on_commit, .arg = c};
-    c->writer = chat_writer_new(&wo);
-    if (!c->writer || chat_writer_start(c->writer) != 0) return -1;
+    chat_writer *w = chat_writer_new(&wo);
+    if (!w || chat_writer_start(w) != 0) {
+        chat_writer_free(w);
+        return -1;
+    }
+    atomic_store(&c->writer, w);
     return chat_gateway_start(c);
 }
 
 void chat_stop(chat_service *c)
 {
     chat_gateway_stop(c);
-    chat_writer_free(c->writer); /* commits what is queued first */
-    c->writer = NULL;
+    chat_writer_free(atomic_exchange(&c->writer, NULL)); /* commits what is queued first */
 }
 
 void chat_free(chat_service *c)

@@ -4,6 +4,7 @@
 #define CHIME_CHAT_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 
 #include "chat/chat.h"
@@ -22,7 +23,10 @@ typedef struct chat_bucket {
 
 struct chat_service {
     chat_opts o;
-    chat_writer *writer;
+    /* Set once started: the server listens before the chat starts (its
+     * writer's commits unpark requests on running loops), so a request
+     * can come first and is told to retry. Read from every loop. */
+    _Atomic(chat_writer *) writer;
     ws_hub *hub;
     push *push;
     /* The presence ticker: writes this node's connection count. */

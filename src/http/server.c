@@ -77,6 +77,9 @@ struct loop_thread {
     h2o_multithread_message_t stop_msg;
     http_linger_loop *linger; /* connections ended by an error, draining */
     http_access_buf *access;  /* this loop's access log lines; NULL when off */
+    h2o_timeout_t accept_pause;          /* out of descriptors: accepting waits */
+    h2o_timeout_entry_t accept_resume;
+    int64_t accept_warned_ns;            /* the last "cannot accept" line */
     int pending; /* deferred requests not yet answered */
     bool stopping;
     uint64_t seq;
@@ -668,19 +671,49 @@ static int open_listener(http_server *s)
     return fd;
 }
 
+/* Out of file descriptors (EMFILE, ENFILE) or memory, a waiting
+ * connection cannot be accepted, yet the listener stays readable: trying
+ * again at once spun the loop at full CPU. Accepting pauses a moment
+ * instead; the kernel keeps the backlog, and connections that close free
+ * descriptors meanwhile. */
+#define HTTP_ACCEPT_PAUSE_MS 100
+
+static void on_accept(h2o_socket_t *listener, const char *err);
+
+static void on_accept_resume(h2o_timeout_entry_t *entry)
+{
+    loop_thread *t = H2O_STRUCT_FROM_MEMBER(loop_thread, accept_resume, entry);
+    if (t->listener && !t->stopping) h2o_socket_read_start(t->listener, on_accept);
+}
+
 static void on_accept(h2o_socket_t *listener, const char *err)
 {
     loop_thread *t = listener->data;
     if (err) return;
     for (int i = 0; i < 64; i++) {
         h2o_socket_t *sock = h2o_evloop_socket_accept(listener);
-        if (!sock) break;
-        h2o_accept(&t->accept_ctx, sock);
+        if (sock) {
+            h2o_accept(&t->accept_ctx, sock);
+            continue;
+        }
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            h2o_socket_read_stop(listener);
+            int64_t now = base_mono_ns();
+            if (now - t->accept_warned_ns > 10 * 1000000000LL) { /* a line per 10 s at most */
+                log_warn("http: cannot accept connections (%s): pausing %d ms at a time", strerror(errno),
+                         HTTP_ACCEPT_PAUSE_MS);
+                t->accept_warned_ns = now;
+            }
+            if (!h2o_timeout_is_linked(&t->accept_resume))
+                h2o_timeout_link(t->loop, &t->accept_pause, &t->accept_resume);
+        }
+        break;
     }
 }
 
 static void close_listener(loop_thread *t)
 {
+    if (h2o_timeout_is_linked(&t->accept_resume)) h2o_timeout_unlink(&t->accept_resume);
     if (!t->listener) return;
     h2o_socket_read_stop(t->listener);
     h2o_socket_close(t->listener);
@@ -719,6 +752,8 @@ static void *loop_main(void *p)
     while (base_mono_ns() < until) h2o_evloop_run(t->loop, 20);
     for (int i = s->nhooks - 1; i >= 0; i--)
         if (s->hooks[i].stop) s->hooks[i].stop(s->hooks[i].arg, t->index);
+    if (h2o_timeout_is_linked(&t->accept_resume)) h2o_timeout_unlink(&t->accept_resume);
+    h2o_timeout_dispose(t->loop, &t->accept_pause);
     http_linger_loop_free(t->linger);
     t->linger = NULL;
     http_access_buf_free(t->access); /* every line out before the process ends */
@@ -743,6 +778,9 @@ static void loop_init(loop_thread *t)
     t->accept_ctx.hosts = s->config.hosts;
     h2o_multithread_register_receiver(t->ctx.queue, &t->done_rx, on_deferred_done);
     h2o_multithread_register_receiver(t->ctx.queue, &t->stop_rx, on_stop);
+    h2o_timeout_init(t->loop, &t->accept_pause, HTTP_ACCEPT_PAUSE_MS);
+    t->accept_resume.cb = on_accept_resume;
+    t->accept_warned_ns = INT64_MIN / 2;
     t->listener = h2o_evloop_socket_create(t->loop, fd, H2O_SOCKET_FLAG_DONT_READ);
     t->listener->data = t;
     h2o_socket_read_start(t->listener, on_accept);

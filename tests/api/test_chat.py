@@ -321,5 +321,35 @@ class TestRate(ChatTest):
         self.send(ta, conv, "later")
 
 
+class TestStartup(unittest.TestCase):
+    def test_requests_before_the_chat_started(self):
+        """The server listens before the chat's writer runs: a message sent
+        in between gets 503 (try again), never a crash; then 201."""
+        from chime import Server
+        s = Server().start()
+        try:
+            (a, ta), (b, tb) = s.new_user(), s.new_user()
+            conv = s.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta).json["id"]
+        finally:
+            self.assertEqual(s.stop(), 0)
+        statuses = []
+        for attempt in range(3):
+            s.start(serving=False)
+            try:
+                for i in range(200):
+                    r = s.post(conv_path(conv, "/messages"), {"client_msg_id": "m%d-%d" % (attempt, i), "text": "hi"},
+                               token=ta)
+                    statuses.append(r.status)
+                    if r.status == 503:
+                        self.assertEqual(r.json["error"]["code"], "starting", r)
+                    else:
+                        self.assertEqual(r.status, 201, r)
+                        break
+            finally:
+                self.assertEqual(s.stop(), 0, s.log()[-3000:])
+        self.assertEqual(statuses.count(201), 3, statuses)
+        print("statuses:", statuses)
+
+
 if __name__ == "__main__":
     main()

@@ -290,5 +290,45 @@ class TestShutdown(ServerTest):
         self.assertEqual(s.stop(signal.SIGINT), 0)
 
 
+class TestOutOfDescriptors(ServerTest):
+    def test_accept_pauses_instead_of_spinning(self):
+        """Out of file descriptors, a waiting connection cannot be accepted
+        while the listener stays readable: the loop must not spin on it,
+        and once descriptors are free again the server answers."""
+        import resource
+        pid = self.server.proc.pid
+        soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (160, hard))
+        socks = []
+        try:
+            for _ in range(220):  # past the limit; the kernel's backlog holds the rest
+                s = socket.create_connection(("127.0.0.1", self.server.port), timeout=5)
+                socks.append(s)
+            time.sleep(0.5)
+            cpu0 = self.cpu_seconds(pid)
+            time.sleep(2)
+            spent = self.cpu_seconds(pid) - cpu0
+            self.assertLess(spent, 0.6, "the server spun %.2f s of CPU in 2 s while out of descriptors" % spent)
+            self.assertIn("cannot accept connections", self.server.log())
+        finally:
+            for s in socks:
+                s.close()
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                if self.server.get("/healthz", timeout=2).status == 200:
+                    break
+            except OSError:
+                time.sleep(0.1)
+        self.assertEqual(self.server.get("/healthz").status, 200)
+
+    @staticmethod
+    def cpu_seconds(pid):
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 if __name__ == "__main__":
     main()
