@@ -4,7 +4,7 @@
 
 CC      ?= cc
 FUZZCC  ?= clang
-PKGS    := libh2o-evloop jansson sqlite3 libpq libsodium libcurl libical hiredis
+PKGS    := libh2o-evloop jansson sqlite3 libpq libsodium libcurl libical hiredis zlib
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwslay -lssl -lcrypto -lpthread -lm
 

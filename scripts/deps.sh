@@ -8,10 +8,13 @@ run_pkgs="build-essential pkg-config libh2o-evloop-dev libwslay-dev libssl-dev
   libjansson-dev libsqlite3-dev libpq-dev libsodium-dev libcurl4-openssl-dev
   libical-dev libhiredis-dev"
 test_pkgs="clang libclang-rt-14-dev libcmocka-dev postgresql redis-server
-  python3 python3-dateutil python3-websocket curl wrk sqlite3"
+  python3 python3-dateutil python3-websocket curl wrk sqlite3 chromium"
 
 want="$run_pkgs"
 [ "${1:-}" = "test" ] && want="$want $test_pkgs"
+# The browser tests run Playwright under Node; a Node from elsewhere (with its
+# own npm) will do, so only a machine with neither gets Debian's.
+[ "${1:-}" = "test" ] && ! command -v npm >/dev/null && want="$want nodejs npm"
 
 missing=""
 for p in $want; do

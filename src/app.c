@@ -77,6 +77,21 @@ static int users_start(app *a)
     return a->users ? 0 : -1;
 }
 
+/* The web app's files; a server without them still serves the API. */
+static void web_setup(app *a, http_server *s)
+{
+    char root[1024], err[512];
+    if (strcmp(a->cfg.web_root, "off") == 0) return;
+    if (a->cfg.web_root[0]) snprintf(root, sizeof root, "%s", a->cfg.web_root);
+    else if (!web_root_find(root, sizeof root)) {
+        log_warn("web: no web/ directory found; the web app is off (see --web-root)");
+        return;
+    }
+    if (!(a->web = web_site_load(root, err, sizeof err))) log_error("web: %s; the web app is off", err);
+    else log_info("web: serving %zu files from %s", a->web->n, root);
+    web_http_register(a->web, s);
+}
+
 http_server *app_http_new(app *a)
 {
     http_server_opts opts = {
@@ -116,6 +131,7 @@ http_server *app_http_new(app *a)
                                 .push_max_followers = a->cfg.feed_push_max_followers,
                                 .timeline_max = a->cfg.feed_timeline_max};
     feed_http_register(&a->feed, s);
+    web_setup(a, s);
     return s;
 }
 
@@ -133,6 +149,8 @@ void app_http_free(app *a)
     a->users = NULL;
     store_pool_free(a->dbs);
     a->dbs = NULL;
+    web_site_free(a->web);
+    a->web = NULL;
 }
 
 /* host-pid-random: readable in logs, unique among live processes. */

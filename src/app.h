@@ -22,6 +22,7 @@
 #include "time/tz.h"
 #include "users/users_cleanup.h"
 #include "users/users_http.h"
+#include "web/web.h"
 
 struct channels;
 
@@ -41,6 +42,7 @@ typedef struct app {
     feed_http feed;
     idgen *ids;           /* post ids (feed) */
     feed_fanout *fanout;
+    web_site *web;        /* the web app's files, read at start */
     /* The WebSocket gateway: the hub (connections by user, on the loops),
      * the push channel through it, and the bus between nodes. */
     ws_hub *hub;

@@ -94,6 +94,9 @@ static const opt_def opts[] = {
         "accounts with more followers are never pushed: merged in at read time (default 10000)"),
     NUM("feed-timeline-max", feed_timeline_max, OPT_INT, 10, 100000,
         "pushed entries kept in a home timeline; reading further pulls (default 800)"),
+    {"web-root", OPT_STR, offsetof(chime_config, web_root), sizeof(((chime_config *)0)->web_root), 0, 0,
+     "directory of the web app's files, or off (default: web/ in the working directory "
+     "or beside the binary's build/)"},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 

@@ -54,6 +54,8 @@ typedef struct chime_config {
     int64_t feed_active_days;
     int64_t feed_push_max_followers;
     int64_t feed_timeline_max;
+    /* the web app (src/web) */
+    char web_root[1024];          /* "" = found (see web_root_find), "off" = none */
 } chime_config;
 
 void config_defaults(chime_config *c);
