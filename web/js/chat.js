@@ -130,7 +130,7 @@ export async function render(main, [openId]) {
   async function loadLatest() {
     const r = await get(`/v1/conversations/${open.id}/messages?limit=30`);
     open.hasMore = r.has_more;
-    addMessages(r.items, 'latest');
+    addMessages(r.messages, 'latest');
     // Fill the pane so that scrolling up is possible.
     while (open.hasMore && open.msgs.scrollHeight <= open.msgs.clientHeight) { if (!(await older())) break; }
   }
@@ -141,8 +141,8 @@ export async function render(main, [openId]) {
     try {
       const r = await get(`/v1/conversations/${open.id}/messages${qs({ before_seq: open.oldest, limit: 30 })}`);
       open.hasMore = r.has_more;
-      addMessages(r.items, 'top');
-      return r.items.length > 0;
+      addMessages(r.messages, 'top');
+      return r.messages.length > 0;
     } finally { open.loading = false; }
   }
 
