@@ -21,7 +21,17 @@ for p in $want; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
     || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
+# The browser tests' npm packages (playwright-core, pinned by the lockfile),
+# installed again only when the lockfile is newer than the install.
+web_deps() {
+  [ "${1:-}" = "test" ] || return 0
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/web"
+  [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ] && return 0
+  echo "deps: npm ci in tests/web" >&2
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
+}
+if [ -z "$missing" ]; then web_deps "${1:-}"; exit 0; fi
 
 echo "deps: installing$missing" >&2
 sudo=""
@@ -37,3 +47,4 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 fi
 # shellcheck disable=SC2086
 $sudo apt-get install -y -qq --no-install-recommends $missing >&2
+web_deps "${1:-}"

@@ -17,6 +17,12 @@ function postEl(p, { rank, score } = {}) {
       h('a.who', { href: '/users/' + p.author.id, 'data-link': '' }, p.author.name),
       h('span.muted', shortStamp(p.created, state.tz)),
       score !== undefined ? h('span.muted', `score ${Number(score).toFixed(2)}`) : null),
+    p.repost_of ? h('div.muted', '↻ shared a post ', h('button.link', {
+      onclick: async e => {
+        const orig = await get('/v1/posts/' + p.repost_of).catch(() => null);
+        e.target.replaceWith(orig ? postEl(orig) : h('span', '(deleted)'));
+      },
+    }, 'show it')) : null,
     h('div.text', p.text),
     social ? actions(p) : null);
   return el;
@@ -29,21 +35,27 @@ function actions(p) {
   const share = h('button', { 'data-action': 'share' }, count(p.shares, 'share', 'shares'));
   const box = h('div.comments', { hidden: true });
   const signedIn = !!state.me;
-  like.disabled = share.disabled = !signedIn;
+  like.disabled = !signedIn;
+  // A post is shared by others, never by its author (the API says 422).
+  share.disabled = !signedIn || (state.me && p.author.id === state.me.id);
+  if (signedIn && typeof p.views === 'number') seen(p.id);
   like.addEventListener('click', async () => {
     const on = like.getAttribute('aria-pressed') !== 'true';
     try {
-      if (on) await put(`/v1/posts/${p.id}/like`); else await del(`/v1/posts/${p.id}/like`);
-      p.likes += on ? 1 : -1;
-      p.liked = on;
-      like.setAttribute('aria-pressed', String(on));
+      const r = on ? await put(`/v1/posts/${p.id}/like`) : await del(`/v1/posts/${p.id}/like`);
+      // The answer carries the exact counts (a DELETE may answer 204).
+      if (r && typeof r.likes === 'number') Object.assign(p, { likes: r.likes, liked: r.liked });
+      else { p.likes += on ? 1 : -1; p.liked = on; }
+      like.setAttribute('aria-pressed', String(p.liked));
       like.textContent = count(p.likes, 'like', 'likes');
     } catch (e) { toast(e.message, { kind: 'error' }); }
   });
   share.addEventListener('click', async () => {
     try {
       await post(`/v1/posts/${p.id}/shares`);
-      p.shares += 1;
+      // Sharing twice answers the first repost: ask for the real count.
+      const fresh = await get(`/v1/posts/${p.id}`);
+      p.shares = fresh.shares;
       share.textContent = count(p.shares, 'share', 'shares');
       toast('Shared with your followers');
     } catch (e) { toast(e.message, { kind: 'error' }); }
@@ -74,6 +86,31 @@ function actions(p) {
     } catch (e) { clear(box, h('p.error', e.message)); }
   });
   return [h('div.actions', like, comments, share), box];
+}
+
+// A view counts when a post has been half on screen (the server counts
+// one per user per post per hour).
+let viewer = null;
+const viewed = new Set();
+function seen(id) {
+  if (viewed.has(id)) return;
+  if (!viewer) {
+    viewer = new IntersectionObserver(entries => {
+      for (const e of entries) {
+        if (!e.isIntersecting) continue;
+        const pid = e.target.dataset.post;
+        viewer.unobserve(e.target);
+        if (viewed.has(pid)) continue;
+        viewed.add(pid);
+        post(`/v1/posts/${pid}/views`).catch(() => {});
+      }
+    }, { threshold: 0.5 });
+  }
+  // Observed once the element is in the document.
+  setTimeout(() => {
+    const el = document.querySelector(`[data-post="${id}"]`);
+    if (el) viewer.observe(el);
+  });
 }
 
 function commentEl(c) {
