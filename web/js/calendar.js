@@ -227,7 +227,8 @@ function renderSide(side, items, cal, reload) {
       importOut.textContent = 'Importing…';
       try {
         const r = await post(`/v1/calendars/${cal.id}/import`, await f.text(), { type: 'text/calendar' });
-        importOut.textContent = `Imported ${r.imported}, updated ${r.updated}, skipped ${r.skipped_count}.`;
+        // The view reloads with what came in; the toast outlives it.
+        toast(`Imported ${r.imported}, updated ${r.updated}, skipped ${r.skipped_count}.`);
         reload();
       } catch (e) { importOut.textContent = 'Import failed: ' + e.message; }
     },
