@@ -136,12 +136,18 @@ export async function renderTimeline(main) {
         err.textContent = '';
         const cid = clientId();
         try {
+          let made;
           for (let i = 0; ; i++) {
-            try { await post('/v1/posts', { text: t, client_post_id: cid }); break; }
+            try { made = await post('/v1/posts', { text: t, client_post_id: cid }); break; }
             catch (x) { if ((x.status && x.status < 500 && x.status !== 429) || i >= 4) throw x; await new Promise(r => setTimeout(r, 400 * 2 ** i)); }
           }
           text.value = '';
-          loadTop();
+          // The timeline shows a post once its fan-out is done; the author
+          // sees it at once.
+          if (!list.querySelector(`[data-post="${made.id}"]`)) {
+            list.querySelector('p.muted')?.remove();
+            list.prepend(postEl(made));
+          }
         } catch (x) { err.textContent = x.message; }
       },
     }, text, err, h('div.row', h('span.grow'), h('button.primary', { type: 'submit' }, 'Post'))),
