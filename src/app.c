@@ -52,6 +52,21 @@ static double gauge_users(void *arg, int loop)
     return users_count(store_pool_at(a->dbs, loop), &n) == USERS_OK ? (double)n : -1;
 }
 
+/* The web app's files; a server without them still serves the API. */
+static void web_setup(app *a, http_server *s)
+{
+    char root[1024], err[512];
+    if (strcmp(a->cfg.web_root, "off") == 0) return;
+    if (a->cfg.web_root[0]) snprintf(root, sizeof root, "%s", a->cfg.web_root);
+    else if (!web_root_find(root, sizeof root)) {
+        log_warn("web: no web/ directory found; the web app is off (see --web-root)");
+        return;
+    }
+    if (!(a->web = web_site_load(root, err, sizeof err))) log_error("web: %s; the web app is off", err);
+    else log_info("web: serving %zu files from %s", a->web->n, root);
+    web_http_register(a->web, s);
+}
+
 /* The chat and its WebSocket gateway: the hub hooks into the loops. */
 static int chat_setup(app *a, http_server *s)
 {
@@ -77,21 +92,6 @@ static int users_start(app *a)
     return a->users ? 0 : -1;
 }
 
-/* The web app's files; a server without them still serves the API. */
-static void web_setup(app *a, http_server *s)
-{
-    char root[1024], err[512];
-    if (strcmp(a->cfg.web_root, "off") == 0) return;
-    if (a->cfg.web_root[0]) snprintf(root, sizeof root, "%s", a->cfg.web_root);
-    else if (!web_root_find(root, sizeof root)) {
-        log_warn("web: no web/ directory found; the web app is off (see --web-root)");
-        return;
-    }
-    if (!(a->web = web_site_load(root, err, sizeof err))) log_error("web: %s; the web app is off", err);
-    else log_info("web: serving %zu files from %s", a->web->n, root);
-    web_http_register(a->web, s);
-}
-
 http_server *app_http_new(app *a)
 {
     http_server_opts opts = {
@@ -110,6 +110,7 @@ http_server *app_http_new(app *a)
     a->http = s;
     http_server_on_loop(s, loop_db_open, loop_db_close, a);
     http_route(s, HTTP_GET, "/healthz", handle_healthz, a, 0);
+    web_setup(a, s);
     http_gauge(s, "chime_users_registered", "Registered user accounts.", gauge_users, a);
     users_http_register(a->users, s);
     a->sync = (notify_sync_opts){.tz = a->tz, .shards = (int)a->cfg.reminder_shards};
@@ -131,7 +132,6 @@ http_server *app_http_new(app *a)
                                 .push_max_followers = a->cfg.feed_push_max_followers,
                                 .timeline_max = a->cfg.feed_timeline_max};
     feed_http_register(&a->feed, s);
-    web_setup(a, s);
     return s;
 }
 
@@ -139,6 +139,8 @@ void app_http_free(app *a)
 {
     http_server_free(a->http); /* stops the loops: their connections close */
     a->http = NULL;
+    web_site_free(a->web);
+    a->web = NULL;
     ws_hub_free(a->hub);
     a->hub = NULL;
     push_free(a->push);
@@ -149,8 +151,6 @@ void app_http_free(app *a)
     a->users = NULL;
     store_pool_free(a->dbs);
     a->dbs = NULL;
-    web_site_free(a->web);
-    a->web = NULL;
 }
 
 /* host-pid-random: readable in logs, unique among live processes. */

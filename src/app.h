@@ -30,6 +30,7 @@ typedef struct app {
     chime_config cfg;
     tz_db *tz;         /* zones, shared by every thread */
     http_server *http;
+    web_site *web;     /* the web app's files, read at start */
     store_pool *dbs;   /* one connection per event loop */
     /* The domains' HTTP contexts (app_http_new makes them). */
     users_http *users;
@@ -42,7 +43,6 @@ typedef struct app {
     feed_http feed;
     idgen *ids;           /* post ids (feed) */
     feed_fanout *fanout;
-    web_site *web;        /* the web app's files, read at start */
     /* The WebSocket gateway: the hub (connections by user, on the loops),
      * the push channel through it, and the bus between nodes. */
     ws_hub *hub;

@@ -28,6 +28,9 @@ static const opt_def opts[] = {
     STR(db, "database: sqlite:PATH (default sqlite:var/chime.db) or a PostgreSQL URI"),
     {"access-log", OPT_STR, offsetof(chime_config, access_log), sizeof(((chime_config *)0)->access_log), 0, 0,
      "access log: - for stderr (default), off, or a file path"},
+    {"web-root", OPT_STR, offsetof(chime_config, web_root), sizeof(((chime_config *)0)->web_root), 0, 0,
+     "directory of the web app's files, or off (default: web/ in the working directory "
+     "or beside the binary's build/)"},
     {"log-level", OPT_STR, offsetof(chime_config, log_level), sizeof(((chime_config *)0)->log_level), 0, 0,
      "debug, info (default), warn or error"},
     {"admin-email", OPT_STR, offsetof(chime_config, admin_email), sizeof(((chime_config *)0)->admin_email), 0, 0,
@@ -94,9 +97,6 @@ static const opt_def opts[] = {
         "accounts with more followers are never pushed: merged in at read time (default 10000)"),
     NUM("feed-timeline-max", feed_timeline_max, OPT_INT, 10, 100000,
         "pushed entries kept in a home timeline; reading further pulls (default 800)"),
-    {"web-root", OPT_STR, offsetof(chime_config, web_root), sizeof(((chime_config *)0)->web_root), 0, 0,
-     "directory of the web app's files, or off (default: web/ in the working directory "
-     "or beside the binary's build/)"},
 };
 #define NOPTS (sizeof opts / sizeof opts[0])
 
