@@ -71,5 +71,16 @@ await run('calendar', async ({ server, browser }) => {
   await page.goto('/calendar?view=month&date=2027-03-01');
   await page.locator('#cal-grid[aria-busy="false"]').waitFor();
   await shot(page, 'calendar-month');
+
+  // Delete this and following from the 8th: the series ends before it.
+  await page.locator('.day[data-date="2027-03-08"] .ev').first().click();
+  await page.getByRole('dialog', { name: 'Edit event' }).getByRole('button', { name: 'Delete' }).click();
+  const dscope = page.getByRole('dialog', { name: 'Delete recurring event' });
+  await dscope.getByLabel('This and following events').check();
+  await dscope.locator('#scope-ok').click();
+  await page.waitForFunction(() => document.querySelector('#cal-grid[aria-busy="false"]')
+    && !document.querySelector('.day[data-date="2027-03-08"] .ev') && document.querySelector('.day[data-date="2027-03-01"] .ev'));
+  assert(await page.locator('.day[data-date="2027-03-22"] .ev').count() === 0, 'the 22nd is gone');
+
   noErrors(page);
 });
