@@ -50,6 +50,7 @@ await run('invitations', async ({ server, browser }) => {
 
   // A subscription URL that answers with the calendar.
   await A.page.getByRole('button', { name: 'New subscription URL' }).click();
+  await A.page.waitForFunction(() => document.querySelector('#sub-url').value);
   const url = await A.page.locator('#sub-url').inputValue();
   assert(url.startsWith(server.url + '/v1/feeds/'), url);
   const res = await fetch(url);
