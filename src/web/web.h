@@ -8,9 +8,10 @@
  * either in the table or it is not). Editing web/ needs a restart.
  *
  * Routes: any GET or HEAD that no API route takes. A path naming a file
- * serves it; a path whose last segment has no dot is one of the app's
- * client-side routes (/calendar, /chat/42) and serves index.html; anything
- * else, and everything under /v1/, is a JSON 404.
+ * serves it; "/" and the app's client-side routes (/calendar, /chat/42:
+ * a first segment of web/js/app.js's routes, listed in web_files.c, and no
+ * dot in the last segment) serve index.html; anything else, and
+ * everything under /v1/, is a JSON 404.
  */
 #ifndef CHIME_WEB_H
 #define CHIME_WEB_H
@@ -64,7 +65,7 @@ typedef enum web_kind { WEB_FILE, WEB_APP_ROUTE, WEB_NOT_FOUND } web_kind;
 
 /* Decodes and checks a request path (without the query). Writes the
  * decoded path into out and says what it names: a file name to look up,
- * an app route (no dot in the last segment), or nothing servable
+ * an app route (see above), or nothing servable
  * (bad escapes, NUL, backslash, "." or ".." or hidden segments, empty
  * segments, too long, or under /v1/). */
 web_kind web_path_parse(const char *path, size_t len, char *out, size_t size);

@@ -59,6 +59,19 @@ static int hexval(char c)
     return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
 }
 
+/* The page's own routes (web/js/app.js): their first segment. Anything
+ * else without a dot stays a plain 404, as a mistyped URL should be. */
+static bool web_is_app_route(const char *path)
+{
+    static const char *const first[] = {"calendar", "chat", "feed", "users", "hot", "notifications",
+                                        "admin", "signin", "signup"};
+    const char *seg = path + 1, *slash = strchr(seg, '/');
+    size_t len = slash ? (size_t)(slash - seg) : strlen(seg);
+    for (size_t i = 0; i < sizeof first / sizeof first[0]; i++)
+        if (strlen(first[i]) == len && memcmp(first[i], seg, len) == 0) return true;
+    return false;
+}
+
 web_kind web_path_parse(const char *path, size_t len, char *out, size_t size)
 {
     size_t n = 0;
@@ -97,7 +110,7 @@ web_kind web_path_parse(const char *path, size_t len, char *out, size_t size)
     const char *end = strchr(last, '/');
     size_t lastlen = end ? (size_t)(end - last) : strlen(last);
     if (memchr(last, '.', lastlen)) return out[n - 1] == '/' ? WEB_NOT_FOUND : WEB_FILE;
-    return WEB_APP_ROUTE;
+    return web_is_app_route(out) ? WEB_APP_ROUTE : WEB_NOT_FOUND;
 }
 
 /* Steps over optional whitespace. */

@@ -72,7 +72,7 @@ class StaticTest(ServerTest):
     def test_nothing_outside(self):
         for path in ("/../README.md", "/js/../../Makefile", "/%2e%2e/Makefile", "/js%2f..%2f..%2fMakefile",
                      "/.git/config", "/nope.js", "/js/app.js/", "/index.html%00.js", "//etc/passwd",
-                     "/v1/nothing", "/v1/nothing.js"):
+                     "/v1/nothing", "/v1/nothing.js", "/nope", "/calendarx"):
             status, h, body = raw(self.server, path)
             self.assertEqual(status, 404, path)
             self.assertIn(b'"not_found"', body, path)
@@ -123,7 +123,7 @@ class WebRootTest(unittest.TestCase):
             _, second = s.new_user()
             self.assertIs(s.get("/v1/me", token=first).json["admin"], True)
             self.assertIs(s.get("/v1/me", token=second).json["admin"], False)
-            status, _, body = raw(s, "/anything")
+            status, _, body = raw(s, "/chat/42")
             self.assertEqual(body, b"<!doctype html><p>other root")
             status, h, body = raw(s, "/sub/a.txt")
             self.assertEqual((status, body, h["content-type"]), (200, b"hello", "text/plain; charset=utf-8"))

@@ -30,7 +30,8 @@ static void test_paths(void **state)
     /* Nothing outside the root, nothing hidden, nothing ambiguous. */
     const char *bad[] = {"/../etc/passwd", "/js/../../x.js", "/%2e%2e/x.js", "/.git/config", "/js/.env",
                          "/js%2fapp.js", "/a\\b.js", "/x%00.js", "/x%0a.js", "//x.js", "/a//b.js", "x.js", "",
-                         "/v1/events", "/v1", "/v1/x.js", "/%zz.js", "/%2", "/app.js/"};
+                         "/v1/events", "/v1", "/v1/x.js", "/%zz.js", "/%2", "/app.js/", "/nope", "/calendarx",
+                         "/js"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         if (kind(bad[i], out) != WEB_NOT_FOUND) fail_msg("%s should be refused", bad[i]);
     }

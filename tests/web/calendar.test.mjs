@@ -25,7 +25,7 @@ await run('calendar', async ({ server, browser }) => {
   // March 2027: DST starts on Sunday the 14th in New York.
   await page.goto('/calendar?view=month&date=2027-03-01');
   await page.locator('#cal-grid[aria-busy="false"]').waitFor();
-  await page.getByRole('button', { name: 'New event on 2027-03-01' }).click();
+  await page.getByRole('button', { name: 'New event on Mon 2027-03-01' }).click();
   const dlg = page.getByRole('dialog', { name: 'New event' });
   await dlg.getByLabel('Title').fill('Team sync');
   await dlg.locator('#rec-freq').selectOption('WEEKLY');

@@ -15,7 +15,7 @@ await run('invitations', async ({ server, browser }) => {
   const A = await context(browser, server, { session: ann.session });
   await A.page.goto('/calendar?view=month&date=2027-04-01');
   await A.page.locator('#cal-grid[aria-busy="false"]').waitFor();
-  await A.page.getByRole('button', { name: 'New event on 2027-04-05' }).click();
+  await A.page.getByRole('button', { name: 'New event on Mon 2027-04-05' }).click();
   const dlg = A.page.getByRole('dialog', { name: 'New event' });
   await dlg.getByLabel('Title').fill('Review');
   await dlg.locator('#ev-start-time').fill('10:30');

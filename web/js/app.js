@@ -7,6 +7,8 @@ import * as ws from './ws.js';
 import { zones } from './time.js';
 import { state, installHooks, setCount } from './state.js';
 
+// The server answers these paths with index.html: their first segments are
+// listed in src/web/web_files.c too (web_is_app_route).
 const routes = [
   [/^\/$/, () => state.me ? redirect('/calendar') : redirect('/hot')],
   [/^\/signin$/, () => import('./auth.js').then(m => m.signin)],
@@ -151,6 +153,7 @@ ws.on('reminder', f => {
   if ('Notification' in window && Notification.permission === 'granted') {
     try { new Notification('chime', { body: text, tag: 'chime-' + f.id }); } catch { /* not in this context */ }
   }
+  setCount('noteUnread', (state.noteUnread || 0) + 1);
   document.dispatchEvent(new CustomEvent('chime:reminder', { detail: f }));
 });
 

@@ -137,18 +137,18 @@ function chip(entry, reload) {
 function renderMonth(grid, from, anchor, byDay, tz, reload) {
   const today = T.today(tz);
   const frag = document.createDocumentFragment();
-  const month = h('div.month', { role: 'grid', 'aria-label': `${T.MONTHS[anchor.m - 1]} ${anchor.y}` });
-  for (const d of T.DAYS) frag.append(h('div.dow', { role: 'columnheader' }, d));
+  const month = h('div.month', { role: 'group', 'aria-label': `${T.MONTHS[anchor.m - 1]} ${anchor.y}` });
+  for (const d of T.DAYS) frag.append(h('div.dow', { 'aria-hidden': 'true' }, d));
   for (let i = 0; i < 42; i++) {
     const d = T.addDays(from, i);
     const key = T.dateKey(d);
     const list = byDay.get(key) || [];
     const shown = list.slice(0, 4);
     const cell = h('div.day', {
-      role: 'gridcell', 'data-date': key,
+      'data-date': key,
       class: [d.m !== anchor.m ? 'other' : '', T.sameDay(d, today) ? 'today' : ''].filter(Boolean).join(' ') || null,
     },
-    h('button.num', { 'aria-label': `New event on ${key}`, onclick: () => newEvent(d, reload) }, String(d.d)),
+    h('button.num', { 'aria-label': `New event on ${T.DAYS[T.weekday(d)]} ${key}`, onclick: () => newEvent(d, reload) }, String(d.d)),
     shown.map(en => chip(en, reload)),
     list.length > shown.length
       ? h('button.link.more', { onclick: () => navigate(`/calendar${qs({ view: 'day', date: key })}`) }, `+${list.length - shown.length} more`)
