@@ -59,6 +59,9 @@ export async function render(main, [openId]) {
     if (open) drawHeader();
   }
 
+  // News from someone is a good moment to look at who is online.
+  const presenceSoon = debounce(() => refreshPresence().catch(() => {}), 500);
+
   // ---- the open conversation ----
 
   function openPane(id) {
@@ -201,7 +204,7 @@ export async function render(main, [openId]) {
         more = r.has_more;
         const forOpen = r.changes.filter(c => open && c.conversation_id === open.id && c.kind === 'message').map(c => c.message);
         if (forOpen.length) addMessages(forOpen, 'bottom');
-        if (r.changes.length) reloadList();
+        if (r.changes.length) { reloadList(); presenceSoon(); }
       }
     } catch (e) {
       if (e.status === 410 || e.status === 400) { seq = (ws.lastFrame.sync || ws.lastFrame.hello || {}).seq ?? null; await loadList(); }
