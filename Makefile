@@ -4,7 +4,7 @@
 
 CC      ?= cc
 FUZZCC  ?= clang
-PKGS    := libh2o-evloop jansson sqlite3 libpq libsodium libcurl libical hiredis icu-uc icu-i18n libxml-2.0
+PKGS    := libh2o-evloop jansson sqlite3 libpq libsodium libcurl libical hiredis icu-uc icu-i18n libxml-2.0 zlib
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwslay -lssl -lcrypto -lpthread -lm
 

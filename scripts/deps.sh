@@ -9,17 +9,30 @@ run_pkgs="build-essential pkg-config libh2o-evloop-dev libwslay-dev libssl-dev
   libical-dev libhiredis-dev libicu-dev libxml2-dev"
 test_pkgs="clang libclang-rt-14-dev libcmocka-dev postgresql redis-server
   python3 python3-dateutil python3-websocket curl wrk sqlite3
-  python3-caldav vdirsyncer khal radicale"
+  python3-caldav vdirsyncer khal radicale chromium"
 
 want="$run_pkgs"
 [ "${1:-}" = "test" ] && want="$want $test_pkgs"
+# The browser tests run Playwright under Node; a Node from elsewhere (with its
+# own npm) will do, so only a machine with neither gets Debian's.
+[ "${1:-}" = "test" ] && ! command -v npm >/dev/null && want="$want nodejs npm"
 
 missing=""
 for p in $want; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
     || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
+# The browser tests' npm packages (playwright-core, pinned by the lockfile),
+# installed again only when the lockfile is newer than the install.
+web_deps() {
+  [ "${1:-}" = "test" ] || return 0
+  local dir
+  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/web"
+  [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ] && return 0
+  echo "deps: npm ci in tests/web" >&2
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
+}
+if [ -z "$missing" ]; then web_deps "${1:-}"; exit 0; fi
 
 echo "deps: installing$missing" >&2
 sudo=""
@@ -35,3 +48,4 @@ if [ ! -e /usr/sbin/policy-rc.d ]; then
 fi
 # shellcheck disable=SC2086
 $sudo apt-get install -y -qq --no-install-recommends $missing >&2
+web_deps "${1:-}"

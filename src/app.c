@@ -70,6 +70,21 @@ static void suppressed_gauges(app *a, http_server *s)
     }
 }
 
+/* The web app's files; a server without them still serves the API. */
+static void web_setup(app *a, http_server *s)
+{
+    char root[1024], err[512];
+    if (strcmp(a->cfg.web_root, "off") == 0) return;
+    if (a->cfg.web_root[0]) snprintf(root, sizeof root, "%s", a->cfg.web_root);
+    else if (!web_root_find(root, sizeof root)) {
+        log_warn("web: no web/ directory found; the web app is off (see --web-root)");
+        return;
+    }
+    if (!(a->web = web_site_load(root, err, sizeof err))) log_error("web: %s; the web app is off", err);
+    else log_info("web: serving %zu files from %s", a->web->n, root);
+    web_http_register(a->web, s);
+}
+
 /* The chat and its WebSocket gateway: the hub hooks into the loops. */
 static int chat_setup(app *a, http_server *s)
 {
@@ -136,6 +151,7 @@ http_server *app_http_new(app *a)
     a->http = s;
     http_server_on_loop(s, loop_db_open, loop_db_close, a);
     http_route(s, HTTP_GET, "/healthz", handle_healthz, a, 0);
+    web_setup(a, s);
     http_gauge(s, "chime_users_registered", "Registered user accounts.", gauge_users, a);
     suppressed_gauges(a, s);
     users_http_register(a->users, s);
@@ -168,6 +184,8 @@ void app_http_free(app *a)
 {
     http_server_free(a->http); /* stops the loops: their connections close */
     a->http = NULL;
+    web_site_free(a->web);
+    a->web = NULL;
     ws_hub_free(a->hub);
     a->hub = NULL;
     push_free(a->push);

@@ -26,6 +26,7 @@
 #include "time/tz.h"
 #include "users/users_cleanup.h"
 #include "users/users_http.h"
+#include "web/web.h"
 
 struct channels;
 
@@ -33,6 +34,7 @@ typedef struct app {
     chime_config cfg;
     tz_db *tz;         /* zones, shared by every thread */
     http_server *http;
+    web_site *web;     /* the web app's files, read at start */
     store_pool *dbs;   /* one connection per event loop */
     /* The domains' HTTP contexts (app_http_new makes them). */
     users_http *users;

@@ -32,6 +32,9 @@ static const opt_def opts[] = {
     STR(db, "database: sqlite:PATH (default sqlite:var/chime.db) or a PostgreSQL URI"),
     {"access-log", OPT_STR, offsetof(chime_config, access_log), sizeof(((chime_config *)0)->access_log), 0, 0,
      "access log: - for stderr (default), off, or a file path"},
+    {"web-root", OPT_STR, offsetof(chime_config, web_root), sizeof(((chime_config *)0)->web_root), 0, 0,
+     "directory of the web app's files, or off (default: web/ in the working directory "
+     "or beside the binary's build/)"},
     {"log-level", OPT_STR, offsetof(chime_config, log_level), sizeof(((chime_config *)0)->log_level), 0, 0,
      "debug, info (default), warn or error"},
     {"admin-email", OPT_STR, offsetof(chime_config, admin_email), sizeof(((chime_config *)0)->admin_email), 0, 0,

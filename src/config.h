@@ -12,6 +12,7 @@ typedef struct chime_config {
     char db[1024];          /* sqlite:PATH or postgresql://... */
     char config_file[1024];
     char access_log[1024];  /* "-" = stderr, "off", or a file path */
+    char web_root[1024];    /* the web app's files: "" = found (web_root_find), "off" */
     char log_level[16];
     char admin_email[256];
     int64_t threads;        /* event loops; 0 = one per core */

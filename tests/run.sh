@@ -59,6 +59,11 @@ done
 for t in tests/sh/test-*.sh; do
   [ -e "$t" ] && run_one "sh/$(basename "$t" .sh)" 900 bash "$t"
 done
+# Browser tests: Playwright (tests/web/node_modules, from scripts/deps.sh
+# test) driving Debian's chromium; each file starts its own server.
+for t in tests/web/*.test.mjs; do
+  [ -e "$t" ] && run_one "web/$(basename "$t" .test.mjs)" 300 node "$t"
+done
 for f in build/fuzz/fuzz-*; do
   [ -x "$f" ] || continue
   name=$(basename "$f"); corpus=fuzz/corpus/${name#fuzz-}

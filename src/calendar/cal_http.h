@@ -44,9 +44,10 @@ typedef struct cal_http {
     cal_changes changes; /* who hears of writes */
 } cal_http;
 
-/* Adds every calendar route (calendar_http.c and ical_http.c). */
+/* Adds every calendar route (calendar_http.c, ical_http.c, explain_http.c). */
 void calendar_http_register(cal_http *c, http_server *s);
 void ical_http_register(cal_http *c, http_server *s);
+void explain_http_register(cal_http *c, http_server *s);
 
 /* One request as the handlers see it: who asks, on which connection. */
 typedef struct cal_req {

@@ -877,4 +877,5 @@ void calendar_http_register(cal_http *c, http_server *s)
     http_route(s, HTTP_POST, "/v1/events/{id}/rsvp", handle_rsvp_announced, c, A);
     http_route(s, HTTP_POST, "/v1/freebusy", handle_freebusy, c, A);
     ical_http_register(c, s);
+    explain_http_register(c, s);
 }

@@ -60,6 +60,8 @@ struct http_server {
     void *auth_arg;
     http_auth_fn basic;
     void *basic_arg;
+    http_handler_fn fallback; /* GET/HEAD that no route takes */
+    void *fallback_arg;
 };
 
 struct loop_thread {
@@ -500,6 +502,10 @@ static void dispatch(http_server *srv, http_req *r)
                         req->method.base);
         return;
     }
+    if (i == -1 && srv->fallback && (r->method & (HTTP_GET | HTTP_HEAD))) {
+        srv->fallback(r, srv->fallback_arg);
+        return;
+    }
     if (i < 0) {
         http_send_error(r, 404, "not_found", NULL, "no such resource");
         return;
@@ -826,6 +832,12 @@ void http_server_set_basic_auth(http_server *s, http_auth_fn authenticate, void 
 {
     s->basic = authenticate;
     s->basic_arg = arg;
+}
+
+void http_server_set_fallback(http_server *s, http_handler_fn fn, void *arg)
+{
+    s->fallback = fn;
+    s->fallback_arg = arg;
 }
 
 int http_server_on_loop(http_server *s, http_loop_fn start, http_loop_fn stop, void *arg)

@@ -50,6 +50,10 @@ void http_server_free(http_server *s);
 int http_route(http_server *s, unsigned methods, const char *pattern, http_handler_fn fn, void *arg,
                unsigned flags);
 
+/* The handler of GET and HEAD requests that no route matches (the web
+ * app's files), instead of a 404; it gets arg and answers as any handler. */
+void http_server_set_fallback(http_server *s, http_handler_fn fn, void *arg);
+
 /* The checks behind HTTP_ROUTE_AUTH and HTTP_ROUTE_ADMIN: authenticate
  * sets r->user_id, or fills e (401, or 503) and returns -1; admin (run
  * after authenticate) returns 0 for an admin, or fills e (403, or 503)

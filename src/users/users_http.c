@@ -385,6 +385,12 @@ static int authenticate(void *arg, http_req *r, http_err *e)
 }
 
 /* The admin flag, or the --admin-email account. */
+static bool account_is_admin(const users_http *uh, const users_account *u)
+{
+    const char *admin = uh->o.admin_email ? uh->o.admin_email : "";
+    return u->is_admin || (admin[0] && strcasecmp(admin, u->email) == 0);
+}
+
 static int authorize_admin(void *arg, http_req *r, http_err *e)
 {
     users_http *uh = arg;
@@ -395,8 +401,7 @@ static int authorize_admin(void *arg, http_req *r, http_err *e)
         http_err_set(e, 503, "unavailable", NULL, "the database did not answer; try again");
         return -1;
     }
-    const char *admin = uh->o.admin_email ? uh->o.admin_email : "";
-    if (rc == USERS_OK && (u.is_admin || (admin[0] && strcasecmp(admin, u.email) == 0))) return 0;
+    if (rc == USERS_OK && account_is_admin(uh, &u)) return 0;
     http_err_set(e, 403, "forbidden", NULL, "this needs an admin");
     return -1;
 }
@@ -415,7 +420,10 @@ static void handle_me(http_req *r, void *arg)
     store *db = db_of(arg, r);
     users_account u;
     int rc = users_get(db, r->user_id, &u);
-    if (rc == USERS_OK) http_send_json(r, 200, user_json(&u));
+    json_t *me = rc == USERS_OK ? user_json(&u) : NULL;
+    /* The web app shows its admin page to the admin alone. */
+    if (me) json_object_set_new(me, "admin", json_boolean(account_is_admin(arg, &u)));
+    if (rc == USERS_OK) http_send_json(r, 200, me);
     else if (rc == USERS_NOT_FOUND) http_send_error(r, 401, "invalid_token", "authorization", "the account no longer exists");
     else http_send_db_error(r, store_errmsg(db));
 }

@@ -1,0 +1,42 @@
+// A push reminder pops up in the open page the moment it fires (the
+// WebSocket's reminder frame), then shows in the notification list, where
+// it can be marked read.
+import { run, context, assert, noErrors, shot } from './lib.mjs';
+
+await run('reminder', async ({ server, browser }) => {
+  const ann = await server.user('Ann');
+  const { page } = await context(browser, server, { session: ann.session });
+  await page.goto('/calendar');
+  await page.locator('#cal-grid[aria-busy="false"]').waitFor();
+  // Wait for the WebSocket to be up (the hello frame set the badge state).
+  await page.waitForFunction(() => performance.getEntriesByType('resource').some(e => e.name.includes('/v1/ws/tickets')));
+  await page.waitForTimeout(300);
+
+  const start = new Date(Date.now() + 68000);
+  start.setUTCMilliseconds(0);
+  const end = new Date(start.getTime() + 15 * 60000);
+  const ev = await server.api('POST', '/v1/events', {
+    summary: 'Standup now',
+    start: { date_time: start.toISOString().replace('.000', ''), time_zone: 'UTC' },
+    end: { date_time: end.toISOString().replace('.000', ''), time_zone: 'UTC' },
+    reminders: [{ method: 'push', minutes_before: 1 }],
+  }, ann.token);
+  assert(ev.status === 201, ev.text);
+  const due = start.getTime() - 60000;
+
+  const toast = page.locator('.toast.reminder', { hasText: 'Reminder: Standup now' });
+  await toast.waitFor({ timeout: 30000 });
+  const late = Date.now() - due;
+  // On time: not before it was due, and within a few seconds under the
+  // sanitizer build with other tests running beside it.
+  assert(late > -1000 && late < 8000, `popped up ${late} ms after it was due`);
+  await shot(page, 'reminder');
+
+  await page.getByRole('link', { name: 'Notifications' }).click();
+  const item = page.locator('#notifications li.unread', { hasText: 'Standup now' });
+  await item.waitFor();
+  await item.getByRole('button', { name: 'Mark read' }).click();
+  await page.locator('#notifications li', { hasText: 'Standup now' }).locator('text=read').waitFor();
+  assert(await page.locator('#notifications li.unread').count() === 0, 'marked read');
+  noErrors(page);
+});
