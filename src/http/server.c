@@ -496,14 +496,16 @@ static void dispatch(http_server *srv, http_req *r)
     h2o_req_t *req = r->impl;
     int i = router_match(&srv->routes, r->method, req->path_normalized.base, req->path_normalized.len, r, &allowed);
     r->route_index = i >= 0 ? i : ROUTER_MAX_ROUTES;
+    /* A GET no route takes is the fallback's (the web app), also on a
+     * path that routes serve with other methods ("/": CalDAV's PROPFIND). */
+    if (i < 0 && srv->fallback && (r->method & (HTTP_GET | HTTP_HEAD)) && !(i == -2 && (allowed & HTTP_GET))) {
+        srv->fallback(r, srv->fallback_arg);
+        return;
+    }
     if (i == -2) {
         allow_header(r, allowed);
         http_send_error(r, 405, "method_not_allowed", NULL, "%.*s is not allowed here", (int)req->method.len,
                         req->method.base);
-        return;
-    }
-    if (i == -1 && srv->fallback && (r->method & (HTTP_GET | HTTP_HEAD))) {
-        srv->fallback(r, srv->fallback_arg);
         return;
     }
     if (i < 0) {

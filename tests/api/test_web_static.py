@@ -132,7 +132,11 @@ class WebRootTest(unittest.TestCase):
             self.assertEqual(s.stop(), 0)
         s = Server(args=["--web-root", "off"]).start()
         try:
-            self.assertEqual(raw(s, "/")[0], 404)
+            # No page: "/" is only CalDAV's (PROPFIND, OPTIONS) then.
+            status, h, _ = raw(s, "/")
+            self.assertEqual(status, 405)
+            self.assertIn("PROPFIND", h["allow"])
+            self.assertEqual(raw(s, "/calendar")[0], 404)
             self.assertEqual(s.get("/healthz").status, 200)
         finally:
             self.assertEqual(s.stop(), 0)
