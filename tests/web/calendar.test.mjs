@@ -8,7 +8,7 @@ await run('calendar', async ({ server, browser }) => {
   const { page } = await context(browser, server, { tz: 'America/New_York' });
   await page.goto('/');
   await page.waitForURL('**/hot');
-  await page.getByRole('link', { name: 'Sign up' }).click();
+  await page.locator('#account').getByRole('link', { name: 'Sign up' }).click();
   await page.getByLabel('Name').fill('Ada');
   const email = `ada-${Date.now()}@example.com`;
   await page.getByLabel('Email').fill(email);
