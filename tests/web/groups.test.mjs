@@ -71,6 +71,7 @@ await run('groups', async ({ server, browser }) => {
   await C.page.getByRole('button', { name: 'Members (2)' }).click();
   dlg = C.page.getByRole('dialog', { name: 'Members of Trip' });
   assert(await dlg.getByRole('button', { name: 'Remove' }).count() === 0, 'only the admin removes others');
+  assert(!/null/.test(await dlg.textContent()), 'nothing written for the missing add form: ' + await dlg.textContent());
   await dlg.getByRole('button', { name: 'Leave group' }).click();
   await dlg.waitFor({ state: 'detached' });
   await C.page.getByText('You are no longer in this conversation.').waitFor();

@@ -31,6 +31,7 @@ await run('invite_reminder', async ({ server, browser }) => {
   const dlg = page.getByRole('dialog', { name: 'Quick sync' });
   await dlg.getByText('The organizer\'s reminders, until you change them.').waitFor();
   assert(await dlg.locator('.reminder').count() === 0, 'no reminders to start with');
+  assert(!/null|undefined/.test(await dlg.textContent()), 'no "null" for the missing location: ' + await dlg.textContent());
   await dlg.getByRole('button', { name: 'Add reminder' }).click();
   await dlg.getByLabel('Reminder method').selectOption('push');
   await dlg.getByLabel('Minutes before').fill('1');

@@ -2,7 +2,7 @@
 // recurrence editor with the engine's English as you edit it, guests and
 // their free/busy, reminders; "this event / this and following / all
 // events" for a series; the invitee's answer.
-import { h, modal, toast, debounce } from './dom.js';
+import { h, append, modal, toast, debounce } from './dom.js';
 import { get, post, patch, del, qs } from './api.js';
 import { state } from './state.js';
 import * as T from './time.js';
@@ -98,7 +98,7 @@ export function details(ev, reload) {
       close();
       reload();
     };
-    body.append(h('p', when(ev)), ev.location ? h('p', ev.location) : null,
+    append(body, [h('p', when(ev)), ev.location ? h('p', ev.location) : null,
       ev.description ? h('p', ev.description) : null,
       h('p.muted', `Organized by ${ev.organizer ? ev.organizer.email : '?'}`), attendeeList(ev),
       h('p', 'Your answer: ', h('strong', { id: 'my-answer' }, current.replace('_', ' '))),
@@ -111,7 +111,7 @@ export function details(ev, reload) {
           onclick: () => send(s),
         }, { accepted: 'Accept', tentative: 'Maybe', declined: 'Decline' }[s])),
         current !== 'needs_action' ? h('button', { onclick: () => send(current) }, 'Save reminders') : null,
-        h('button', { onclick: close }, 'Close')));
+        h('button', { onclick: close }, 'Close'))]);
   });
 }
 
