@@ -52,6 +52,7 @@ typedef struct http_req {
     /* Internals of the server; handlers leave them alone. */
     void *impl;
     int route_index;
+    unsigned route_allowed; /* methods the routes of this path take (fallback) */
     int status;
     bool answered;
     bool deferred;

@@ -490,26 +490,31 @@ static bool route_signed_in(http_server *srv, const router_route *route, http_re
     return true;
 }
 
+void http_send_no_route(http_req *r)
+{
+    h2o_req_t *req = r->impl;
+    if (r->route_allowed) {
+        allow_header(r, r->route_allowed);
+        http_send_error(r, 405, "method_not_allowed", NULL, "%.*s is not allowed here", (int)req->method.len,
+                        req->method.base);
+        return;
+    }
+    http_send_error(r, 404, "not_found", NULL, "no such resource");
+}
+
 static void dispatch(http_server *srv, http_req *r)
 {
     unsigned allowed;
     h2o_req_t *req = r->impl;
     int i = router_match(&srv->routes, r->method, req->path_normalized.base, req->path_normalized.len, r, &allowed);
     r->route_index = i >= 0 ? i : ROUTER_MAX_ROUTES;
-    /* A GET no route takes is the fallback's (the web app), also on a
-     * path that routes serve with other methods ("/": CalDAV's PROPFIND). */
-    if (i < 0 && srv->fallback && (r->method & (HTTP_GET | HTTP_HEAD)) && !(i == -2 && (allowed & HTTP_GET))) {
+    r->route_allowed = i == -2 ? allowed : 0;
+    if (i < 0 && srv->fallback && (r->method & (HTTP_GET | HTTP_HEAD))) {
         srv->fallback(r, srv->fallback_arg);
         return;
     }
-    if (i == -2) {
-        allow_header(r, allowed);
-        http_send_error(r, 405, "method_not_allowed", NULL, "%.*s is not allowed here", (int)req->method.len,
-                        req->method.base);
-        return;
-    }
     if (i < 0) {
-        http_send_error(r, 404, "not_found", NULL, "no such resource");
+        http_send_no_route(r);
         return;
     }
     const router_route *route = &srv->routes.routes[i];

@@ -50,9 +50,14 @@ void http_server_free(http_server *s);
 int http_route(http_server *s, unsigned methods, const char *pattern, http_handler_fn fn, void *arg,
                unsigned flags);
 
-/* The handler of GET and HEAD requests that no route matches (the web
- * app's files), instead of a 404; it gets arg and answers as any handler. */
+/* The handler of GET and HEAD requests that no route takes (the web
+ * app's files), instead of a 404 or 405; it gets arg and answers as any
+ * handler. Routes may match the path for other methods only (the CalDAV
+ * root "/" takes PROPFIND and OPTIONS): when the fallback has nothing
+ * there either, http_send_no_route answers what the router would have. */
 void http_server_set_fallback(http_server *s, http_handler_fn fn, void *arg);
+/* 405 with Allow when routes take other methods on the path, else 404. */
+void http_send_no_route(http_req *r);
 
 /* The checks behind HTTP_ROUTE_AUTH and HTTP_ROUTE_ADMIN: authenticate
  * sets r->user_id, or fills e (401, or 503) and returns -1; admin (run

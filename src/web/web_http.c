@@ -40,7 +40,7 @@ static void handle_web(http_req *r, void *arg)
     web_kind k = web_path_parse(r->path.ptr, r->path.len, path, sizeof path);
     const web_file *f = k == WEB_FILE ? web_site_find(site, path) : k == WEB_APP_ROUTE && site ? site->index : NULL;
     if (!f) {
-        http_send_error(r, 404, "not_found", NULL, "no such resource");
+        http_send_no_route(r); /* 404, or 405 where routes take other methods */
         return;
     }
     serve(r, f);

@@ -39,6 +39,19 @@ class StaticTest(ServerTest):
             self.assertEqual(h["cache-control"], "no-cache")
             self.assertTrue(h["etag"].startswith('"'))
 
+    def test_paths_shared_with_caldav(self):
+        # The CalDAV routes on "/" take PROPFIND and OPTIONS, not GET: GET
+        # is the page's (this was a 405 once, the page unreachable at "/").
+        status, h, _ = raw(self.server, "/", method="HEAD")
+        self.assertEqual((status, h["content-type"]), (200, "text/html; charset=utf-8"))
+        self.assertEqual(raw(self.server, "/", method="PROPFIND")[0], 401)  # CalDAV's, signed in with Basic
+        # A CalDAV path that is not the page's keeps its 405 and Allow.
+        status, h, body = raw(self.server, "/dav")
+        self.assertEqual(status, 405, body)
+        self.assertIn("PROPFIND", h["allow"])
+        self.assertIn(b"method_not_allowed", body)
+        self.assertEqual(raw(self.server, "/dav", method="POST")[0], 405)
+
     def test_types_etag_gzip(self):
         with open(os.path.join(ROOT, "web/js/app.js"), "rb") as f:
             js = f.read()
@@ -132,7 +145,7 @@ class WebRootTest(unittest.TestCase):
             self.assertEqual(s.stop(), 0)
         s = Server(args=["--web-root", "off"]).start()
         try:
-            # No page: "/" is only CalDAV's (PROPFIND, OPTIONS) then.
+            # Without the page, "/" is the CalDAV root's alone (PROPFIND, OPTIONS).
             status, h, _ = raw(s, "/")
             self.assertEqual(status, 405)
             self.assertIn("PROPFIND", h["allow"])

@@ -1,19 +1,9 @@
 // The hot list renders signed out, with ranks and counts; signed in, a post
-// can be liked, commented on and shared from the timeline. Needs the hot
-// list of issue 21 (GET /v1/hot, likes, comments, shares): on a server
-// without it, only the signed-out page's fallback is checked.
-import { run, context, assert, noErrors, shot, hasHot, sleep } from './lib.mjs';
+// can be liked, commented on and shared from the timeline.
+import { run, context, assert, noErrors, shot, sleep } from './lib.mjs';
 
-const withHot = hasHot();
 await run('hot', async ({ server, browser }) => {
   const anon = await context(browser, server);
-  if (!withHot) {
-    console.log('SKIP the hot list itself: this chime has no /v1/hot yet (issue 21)');
-    await anon.page.goto('/hot');
-    await anon.page.locator('#hot-missing').waitFor();
-    noErrors(anon.page);
-    return;
-  }
   const ann = await server.user('Ann');
   const bob = await server.user('Bob');
   const posts = [];
@@ -62,4 +52,4 @@ await run('hot', async ({ server, browser }) => {
   assert(after.json.likes === 1 && after.json.comments === 1 && after.json.shares === 1 && after.json.liked === true,
     'counts on the server: ' + after.text);
   noErrors(anon.page, B.page);
-}, { args: withHot ? ['--hot-every', '0.5'] : [] });
+}, { args: ['--hot-every', '0.5'] });

@@ -2,7 +2,7 @@
 // under tests/run.sh) on a throwaway SQLite database, Debian's chromium
 // driven headless by playwright-core, API helpers, screenshots under
 // build/screenshots/, and a failure on any console error or page error.
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,10 +14,6 @@ const BIN = process.env.CHIME_BIN || path.join(ROOT, 'build/san/chime');
 const TMP = process.env.CHIME_TEST_TMP || os.tmpdir();
 const SHOTS = path.join(ROOT, 'build/screenshots');
 const BROWSER = process.env.CHROMIUM || ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find(p => fs.existsSync(p));
-
-export function serverSupports(flag) {
-  try { return execFileSync(BIN, ['serve', '--help'], { encoding: 'utf8' }).includes('--' + flag); } catch { return false; }
-}
 
 export class Server {
   constructor(args = []) { this.args = args; }
@@ -114,16 +110,8 @@ export function assert(cond, msg) {
   if (!cond) throw new Error('assertion failed: ' + msg);
 }
 
-// Until the hot list (issue 21) is on the server, the page that shows it
-// gets a 404 from /v1/hot, which Chromium logs as a console error.
-let hot;
-export function hasHot() {
-  if (hot === undefined) hot = serverSupports('hot-every');
-  return hot;
-}
-
 export function noErrors(...pages) {
-  const errs = pages.flatMap(p => p.errors || []).filter(e => hasHot() || !/404.*\/v1\/hot/.test(e));
+  const errs = pages.flatMap(p => p.errors || []);
   if (errs.length) throw new Error('browser errors:\n' + errs.join('\n'));
 }
 

@@ -215,7 +215,8 @@ function renderSide(side, items, cal, reload) {
       h('strong', ev.summary || '(no title)'), h('div.muted', `from ${ev.organizer.email}`),
       h('div.row', ['accepted', 'tentative', 'declined'].map(s => h('button', {
         onclick: async () => { await answer(ev, s); reload(); },
-      }, { accepted: 'Accept', tentative: 'Maybe', declined: 'Decline' }[s])))))
+      }, { accepted: 'Accept', tentative: 'Maybe', declined: 'Decline' }[s])),
+      h('button', { 'aria-label': `Details and reminders of ${ev.summary || '(no title)'}`, onclick: () => openEvent(ev, reload) }, 'Details…'))))
       : h('p.muted', 'Nothing waiting in this range.'));
 
   const fileIn = h('input', { type: 'file', accept: '.ics,text/calendar', id: 'ics-file', 'aria-label': 'iCalendar file' });

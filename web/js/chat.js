@@ -3,7 +3,7 @@
 // client_msg_id (so a retry never doubles a message); live arrival through
 // the WebSocket's "sync" frames and /v1/sync; read marks that the user's
 // other tabs see through the same sync; groups and their members.
-import { h, clear, modal, toast, debounce } from './dom.js';
+import { h, append, clear, modal, toast, debounce } from './dom.js';
 import { get, post, del, qs, clientId } from './api.js';
 import { state, navigate, setCount } from './state.js';
 import * as ws from './ws.js';
@@ -270,13 +270,13 @@ export async function render(main, [openId]) {
       const err = h('p.error', { role: 'alert' });
       const act = fn => async () => { try { await fn(); close(); await loadList(); if (open) drawHeader(); } catch (x) { err.textContent = x.message; } };
       const add = h('input', { id: 'add-members', placeholder: 'emails, comma separated', 'aria-label': 'Add members' });
-      body.append(h('ul', c.members.map(m => h('li', h('a', { href: '/users/' + m.id, 'data-link': '' }, m.name), m.role === 'admin' ? ' (admin)' : '',
+      append(body, [h('ul', c.members.map(m => h('li', h('a', { href: '/users/' + m.id, 'data-link': '' }, m.name), m.role === 'admin' ? ' (admin)' : '',
         admin && m.id !== state.me.id ? [' ', h('button.link', { onclick: act(() => del(`/v1/conversations/${c.id}/members/${m.id}`)) }, 'Remove')] : null))),
       admin ? h('form', { onsubmit: e => { e.preventDefault(); act(() => post(`/v1/conversations/${c.id}/members`, { users: add.value.split(',').map(s => s.trim()).filter(Boolean) }))(); } },
         add, h('button', { type: 'submit' }, 'Add')) : null,
       err,
       h('div.actions', h('button.danger', { onclick: act(() => del(`/v1/conversations/${c.id}/members/${state.me.id}`)) }, 'Leave group'),
-        h('button', { onclick: close }, 'Close')));
+        h('button', { onclick: close }, 'Close'))]);
     });
   }
 

@@ -23,7 +23,9 @@ export function h(tag, attrs, ...kids) {
   return el;
 }
 
-function append(el, kids) {
+// Appends kids as h() does: null, undefined and false are left out (the
+// DOM's own append would write them as text), arrays are flattened.
+export function append(el, kids) {
   for (const k of kids) {
     if (k === null || k === undefined || k === false) continue;
     if (Array.isArray(k)) append(el, k);

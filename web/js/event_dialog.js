@@ -2,7 +2,7 @@
 // recurrence editor with the engine's English as you edit it, guests and
 // their free/busy, reminders; "this event / this and following / all
 // events" for a series; the invitee's answer.
-import { h, modal, toast, debounce } from './dom.js';
+import { h, append, modal, toast, debounce } from './dom.js';
 import { get, post, patch, del, qs } from './api.js';
 import { state } from './state.js';
 import * as T from './time.js';
@@ -54,19 +54,64 @@ function attendeeList(ev) {
     h('span', { 'data-status': x.response_status }, x.response_status.replace('_', ' ')))));
 }
 
-function details(ev, reload) {
+// A list of reminders (method, minutes before) with add and remove.
+function reminderEditor(initial, legend = 'Reminders') {
+  const list = h('div', { id: 'ev-reminders' });
+  const add = (m = 'push', min = 10) => {
+    const row = h('div.row.reminder',
+      h('select', { 'aria-label': 'Reminder method' }, ['push', 'email', 'webhook'].map(x => h('option', { value: x, selected: x === m }, x))),
+      h('input', { type: 'number', min: 0, max: 40320, value: min, 'aria-label': 'Minutes before', style: null }),
+      'minutes before', h('button.link', { type: 'button', onclick: () => row.remove() }, 'Remove'));
+    row.children[1].style.width = '6em';
+    list.append(row);
+  };
+  for (const r of initial) add(r.method, r.minutes_before);
+  return {
+    el: h('fieldset', h('legend', legend), list, h('button', { type: 'button', onclick: () => add() }, 'Add reminder')),
+    value: () => [...list.querySelectorAll('.reminder')].map(r => ({ method: r.children[0].value, minutes_before: +r.children[1].value })),
+  };
+}
+
+const sameReminders = (a, b) => JSON.stringify(a.map(r => [r.method, r.minutes_before]))
+  === JSON.stringify(b.map(r => [r.method, r.minutes_before]));
+
+// What an invitee sees: the event, the guests, their answer and their own
+// reminders. Until they set their own, the organizer's apply to them too
+// (shown as the starting list); an answer sends the list only when it was
+// changed here, so the invitee keeps following the organizer's otherwise.
+export function details(ev, reload) {
   modal(ev.summary || '(no title)', (body, close) => {
     const mine = (ev.attendees || []).find(a => a.self) || {};
-    body.append(h('p', when(ev)), ev.location ? h('p', ev.location) : null,
+    const own = Array.isArray(mine.reminders);
+    const start = own ? mine.reminders : ev.reminders || [];
+    const rem = reminderEditor(start, 'Your reminders');
+    const err = h('p.error', { role: 'alert' });
+    const current = mine.response_status || 'needs_action';
+    const send = async status => {
+      const body = { status };
+      const r = rem.value();
+      if (own || !sameReminders(r, start)) body.reminders = r;
+      try {
+        await post(`/v1/events/${seriesId(ev)}/rsvp`, body);
+      } catch (e) { err.textContent = (e.field ? e.field + ': ' : '') + e.message; return; }
+      toast(status === current ? 'Reminders saved' : `Answered: ${status.replace('_', ' ')}`);
+      close();
+      reload();
+    };
+    append(body, [h('p', when(ev)), ev.location ? h('p', ev.location) : null,
       ev.description ? h('p', ev.description) : null,
       h('p.muted', `Organized by ${ev.organizer ? ev.organizer.email : '?'}`), attendeeList(ev),
-      h('p', 'Your answer: ', h('strong', (mine.response_status || 'needs_action').replace('_', ' '))),
+      h('p', 'Your answer: ', h('strong', { id: 'my-answer' }, current.replace('_', ' '))),
+      rem.el,
+      h('p.muted', own ? 'These are your own reminders.' : 'The organizer\'s reminders, until you change them.'),
+      err,
       h('div.actions',
         ['accepted', 'tentative', 'declined'].map(s => h('button', {
-          'aria-pressed': String(mine.response_status === s),
-          onclick: async () => { await answer(ev, s); close(); reload(); },
+          'aria-pressed': String(current === s),
+          onclick: () => send(s),
         }, { accepted: 'Accept', tentative: 'Maybe', declined: 'Decline' }[s])),
-        h('button', { onclick: close }, 'Close')));
+        current !== 'needs_action' ? h('button', { onclick: () => send(current) }, 'Save reminders') : null,
+        h('button', { onclick: close }, 'Close'))]);
   });
 }
 
@@ -258,16 +303,7 @@ function editor(ev, series, reload) {
     const [lGuests, guests] = inp('ev-guests', 'Guests (emails, comma separated)',
       { value: (ev.attendees || []).map(a => a.email).join(', '), type: 'text', autocomplete: 'off' });
     const busy = h('div.busy', { id: 'ev-busy', 'aria-live': 'polite' });
-    const reminders = h('div', { id: 'ev-reminders' });
-    const addReminder = (m = 'push', min = 10) => {
-      const row = h('div.row.reminder',
-        h('select', { 'aria-label': 'Reminder method' }, ['push', 'email', 'webhook'].map(x => h('option', { value: x, selected: x === m }, x))),
-        h('input', { type: 'number', min: 0, max: 40320, value: min, 'aria-label': 'Minutes before', style: null }),
-        'minutes before', h('button.link', { type: 'button', onclick: () => row.remove() }, 'Remove'));
-      row.children[1].style.width = '6em';
-      reminders.append(row);
-    };
-    for (const r of ev.reminders || []) addReminder(r.method, r.minutes_before);
+    const reminders = reminderEditor(ev.reminders || []);
     const [lLoc, loc] = inp('ev-location', 'Location', { value: ev.location || '' });
     const desc = h('textarea', { id: 'ev-desc', rows: 2 }, ev.description || '');
     const err = h('p.error', { role: 'alert', id: 'ev-error' });
@@ -307,7 +343,7 @@ function editor(ev, series, reload) {
       rec.el,
       lGuests, guests, busy,
       !isNew ? attendeeList(ev) : null,
-      h('fieldset', h('legend', 'Reminders'), reminders, h('button', { type: 'button', onclick: () => addReminder() }, 'Add reminder')),
+      reminders.el,
       lLoc, loc, h('label', { for: 'ev-desc' }, 'Description'), desc, err,
       h('div.actions',
         !isNew ? h('button.danger', { type: 'button', onclick: remove }, 'Delete') : null,
@@ -330,7 +366,7 @@ function editor(ev, series, reload) {
         summary: title.value, location: loc.value, description: desc.value, start, end,
         recurrence: rule ? ['RRULE:' + rule, ...recurrence.filter(x => !/^RRULE:/i.test(x))] : [],
         attendees: guests.value.split(',').map(s => s.trim()).filter(Boolean).map(email => ({ email })),
-        reminders: [...reminders.querySelectorAll('.reminder')].map(r => ({ method: r.children[0].value, minutes_before: +r.children[1].value })),
+        reminders: reminders.value(),
       };
     }
 

@@ -224,7 +224,7 @@ export async function renderHot(main) {
   try {
     r = await get('/v1/hot?limit=50', { auth: !!state.me });
   } catch (e) {
-    box.append(h('p.muted', { id: 'hot-missing' }, e.status === 404 ? 'This server has no hot list yet.' : 'The hot list is not available: ' + e.message));
+    box.append(h('p.error', { id: 'hot-error', role: 'alert' }, 'The hot list is not available: ' + e.message));
     return;
   }
   const items = r.items || r.posts || [];
