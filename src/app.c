@@ -106,6 +106,8 @@ static int users_start(app *a)
                          .signin_ip_limit = a->cfg.signin_ip_limit, .signin_window_s = a->cfg.signin_window,
                          .password_ops = a->cfg.password_ops, .password_mem_kib = a->cfg.password_mem,
                          .admin_email = a->cfg.admin_email, .on_signin = feed_on_signin, .on_signin_arg = &a->feed};
+    if (!(a->sessions = users_sessions_new(USERS_SESSIONS_SLOTS, a->cfg.session_cache))) return -1;
+    o.sessions = a->sessions;
     a->users = users_http_new(&o);
     return a->users ? 0 : -1;
 }
@@ -194,6 +196,8 @@ void app_http_free(app *a)
     a->chat = NULL;
     users_http_free(a->users);
     a->users = NULL;
+    users_sessions_free(a->sessions);
+    a->sessions = NULL;
     hot_free(a->hot); /* after the server: its parked views are answered */
     a->hot = NULL;
     store_pool_free(a->dbs);
@@ -393,14 +397,22 @@ void app_feed_stop(app *a)
     a->ids = NULL;
 }
 
+/* A hint from another node: a sign-out, or a push. */
+static void app_on_bus(void *arg, const char *payload, size_t len)
+{
+    app *a = arg;
+    if (!users_sessions_on_hint(a->sessions, payload, len)) push_on_bus(a->push, payload, len);
+}
+
 int app_chat_start(app *a)
 {
     bus_opts bo = {.db_url = a->cfg.db, .redis_url = a->cfg.redis, .node_id = a->node_id};
-    if (!(a->bus = bus_new(&bo, push_on_bus, a->push)) || bus_start(a->bus) != 0) {
+    if (!(a->bus = bus_new(&bo, app_on_bus, a)) || bus_start(a->bus) != 0) {
         log_error("cannot start the bus between nodes");
         return -1;
     }
     push_set_bus(a->push, a->bus);
+    if (a->users) users_http_set_bus(a->users, a->bus);
     if (chat_start(a->chat) != 0) {
         log_error("cannot start the chat's writer");
         return -1;
@@ -411,6 +423,7 @@ int app_chat_start(app *a)
 void app_chat_stop(app *a)
 {
     if (a->chat) chat_stop(a->chat);
+    if (a->users) users_http_set_bus(a->users, NULL);
     bus_free(a->bus);
     a->bus = NULL;
     if (a->push) push_set_bus(a->push, NULL);

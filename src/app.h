@@ -38,6 +38,7 @@ typedef struct app {
     store_pool *dbs;   /* one connection per event loop */
     /* The domains' HTTP contexts (app_http_new makes them). */
     users_http *users;
+    users_sessions *sessions; /* the bearer tokens checked lately */
     cal_http cal;
     caldav_http caldav;
     jobs_http jobs_routes;

@@ -43,6 +43,9 @@ static const opt_def opts[] = {
     NUM("max-body", max_body, OPT_SIZE, 1024, (int64_t)1 << 30,
         "largest request body in bytes, k/m suffixes allowed (default 1m)"),
     NUM("session-ttl", session_ttl, OPT_INT, 1, 366LL * 86400, "sign-in session lifetime, seconds (default 2592000)"),
+    NUM("session-cache", session_cache, OPT_MS, 0, 3600000,
+        "seconds a node trusts a bearer token it checked, fractions allowed; 0 checks every request "
+        "in the database (default 60)"),
     NUM("signin-limit", signin_limit, OPT_INT, 1, 1000000, "failed sign-ins per account per window (default 5)"),
     NUM("signin-ip-limit", signin_ip_limit, OPT_INT, 1, 1000000,
         "failed sign-ins per client address per window (default 50)"),
@@ -132,6 +135,7 @@ void config_defaults(chime_config *c)
     strcpy(c->log_level, "info");
     c->max_body = 1 << 20;
     c->session_ttl = 30 * 86400;
+    c->session_cache = 60000;
     c->signin_limit = 5;
     c->signin_ip_limit = 50;
     c->signin_window = 900;

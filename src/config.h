@@ -18,6 +18,7 @@ typedef struct chime_config {
     int64_t threads;        /* event loops; 0 = one per core */
     int64_t max_body;       /* bytes */
     int64_t session_ttl;    /* seconds */
+    int64_t session_cache;  /* ms a checked token is trusted (0: not at all) */
     int64_t signin_limit;   /* failed sign-ins per account per window */
     int64_t signin_ip_limit;/* failed sign-ins per client address per window */
     int64_t signin_window;  /* seconds */

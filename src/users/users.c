@@ -157,38 +157,48 @@ int users_session_create(store *db, int64_t user_id, int64_t ttl_s, char token[U
     return rc == STORE_DONE ? USERS_OK : USERS_ERROR;
 }
 
-int users_session_check(store *db, const char *token, size_t len, int64_t *user_id)
+int users_session_lookup(store *db, const char hash[65], int64_t *user_id, int64_t *expires_ms)
 {
-    char hash[65];
-    if (len == 0 || len >= USERS_TOKEN_MAX) return USERS_NOT_FOUND;
-    base_sha256_hex(token, len, hash);
     store_stmt *st = store_prepare(db, "SELECT user_id, expires_ms FROM sessions WHERE token_hash = $1");
     if (!st) return USERS_ERROR;
     store_bind_str(st, 1, hash);
     int rc = store_step(st);
-    int64_t expires = 0;
     if (rc == STORE_ROW) {
         *user_id = store_col_int64(st, 0);
-        expires = store_col_int64(st, 1);
+        *expires_ms = store_col_int64(st, 1);
     }
     store_reset(st);
     if (rc == STORE_DONE) return USERS_NOT_FOUND;
     if (rc != STORE_ROW) return USERS_ERROR;
-    if (expires <= base_now_ms()) {
-        users_session_delete(db, token, len);
+    if (*expires_ms <= base_now_ms()) {
+        users_session_delete_hash(db, hash);
         return USERS_EXPIRED;
     }
     return USERS_OK;
 }
 
-int users_session_delete(store *db, const char *token, size_t len)
+int users_session_check(store *db, const char *token, size_t len, int64_t *user_id)
 {
     char hash[65];
+    int64_t expires;
+    if (len == 0 || len >= USERS_TOKEN_MAX) return USERS_NOT_FOUND;
     base_sha256_hex(token, len, hash);
+    return users_session_lookup(db, hash, user_id, &expires);
+}
+
+int users_session_delete_hash(store *db, const char hash[65])
+{
     store_stmt *st = store_prepare(db, "DELETE FROM sessions WHERE token_hash = $1");
     if (!st) return USERS_ERROR;
     store_bind_str(st, 1, hash);
     int rc = store_step(st);
     store_reset(st);
     return rc == STORE_DONE ? USERS_OK : USERS_ERROR;
+}
+
+int users_session_delete(store *db, const char *token, size_t len)
+{
+    char hash[65];
+    base_sha256_hex(token, len, hash);
+    return users_session_delete_hash(db, hash);
 }

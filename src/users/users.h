@@ -93,7 +93,10 @@ void users_token_new(const char prefix[5], char token[USERS_TOKEN_MAX], char has
 int users_session_create(store *db, int64_t user_id, int64_t ttl_s, char token[USERS_TOKEN_MAX]);
 /* USERS_OK with *user_id, USERS_NOT_FOUND, or USERS_EXPIRED (then deleted). */
 int users_session_check(store *db, const char *token, size_t len, int64_t *user_id);
+/* The same by the token's SHA-256 (hex), also giving the expiry. */
+int users_session_lookup(store *db, const char hash[65], int64_t *user_id, int64_t *expires_ms);
 int users_session_delete(store *db, const char *token, size_t len);
+int users_session_delete_hash(store *db, const char hash[65]);
 
 /* Sign-in limiter (users_limit.c) keyed by "account:KEY", "addr:IP" or,
  * for a client that signed in before, "device:..." / "session:...",

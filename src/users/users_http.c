@@ -17,6 +17,7 @@
 
 struct users_http {
     users_http_opts o;
+    bus *bus; /* borrowed, set once the bus runs; sign-outs are hinted on it */
     /* A hash of a random password: sign-ins for unknown emails verify
      * against it so they take as long as real ones. */
     char dummy_hash[USERS_HASH_MAX];
@@ -368,6 +369,20 @@ static bool bearer_token(const http_req *r, http_str *tok)
     return tok->len > 0;
 }
 
+/* The token's session: from this node's memory when it checked the token
+ * lately (see users_sessions.h), else from the database. */
+static int session_of(users_http *uh, store *db, const http_str *tok, int64_t *user_id)
+{
+    char hash[65];
+    int64_t now = base_now_ms(), expires;
+    if (tok->len >= USERS_TOKEN_MAX) return USERS_NOT_FOUND;
+    base_sha256_hex(tok->ptr, tok->len, hash);
+    if (users_sessions_get(uh->o.sessions, hash, now, user_id)) return USERS_OK;
+    int rc = users_session_lookup(db, hash, user_id, &expires);
+    if (rc == USERS_OK) users_sessions_put(uh->o.sessions, hash, *user_id, expires, now);
+    return rc;
+}
+
 static int authenticate(void *arg, http_req *r, http_err *e)
 {
     store *db = db_of(arg, r);
@@ -376,7 +391,7 @@ static int authenticate(void *arg, http_req *r, http_err *e)
         http_err_set(e, 401, "unauthorized", "authorization", "sign in and send Authorization: Bearer TOKEN");
         return -1;
     }
-    int rc = users_session_check(db, tok.ptr, tok.len, &r->user_id);
+    int rc = session_of(arg, db, &tok, &r->user_id);
     if (rc == USERS_OK) return 0;
     if (rc == USERS_EXPIRED) http_err_set(e, 401, "token_expired", "authorization", "the session has expired; sign in again");
     else if (rc == USERS_NOT_FOUND) http_err_set(e, 401, "invalid_token", "authorization", "the token is not valid");
@@ -406,13 +421,29 @@ static int authorize_admin(void *arg, http_req *r, http_err *e)
     return -1;
 }
 
+/* Forgotten here at once, and hinted to the other nodes (which forget it
+ * within the cache's time at the latest if the hint is lost). */
 static void handle_signout(http_req *r, void *arg)
 {
-    store *db = db_of(arg, r);
+    users_http *uh = arg;
+    store *db = db_of(uh, r);
     http_str tok;
+    char hash[65], hint[66];
     bearer_token(r, &tok);
-    if (users_session_delete(db, tok.ptr, tok.len) != USERS_OK) http_send_db_error(r, store_errmsg(db));
-    else http_send_empty(r, 204);
+    base_sha256_hex(tok.ptr, tok.len, hash);
+    if (users_session_delete_hash(db, hash) != USERS_OK) {
+        http_send_db_error(r, store_errmsg(db));
+        return;
+    }
+    users_sessions_forget(uh->o.sessions, hash);
+    bus *b = __atomic_load_n(&uh->bus, __ATOMIC_ACQUIRE);
+    if (bus_enabled(b)) bus_publish(b, hint, users_sessions_hint(hash, hint));
+    http_send_empty(r, 204);
+}
+
+void users_http_set_bus(users_http *u, bus *b)
+{
+    __atomic_store_n(&u->bus, b, __ATOMIC_RELEASE);
 }
 
 static void handle_me(http_req *r, void *arg)

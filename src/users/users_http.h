@@ -7,7 +7,9 @@
 #include <stdint.h>
 
 #include "http/server.h"
+#include "cluster/bus.h"
 #include "store/store_pool.h"
+#include "users/users_sessions.h"
 
 typedef struct users_http_opts {
     store_pool *dbs;          /* borrowed: one connection per loop */
@@ -22,6 +24,7 @@ typedef struct users_http_opts {
      * connection: other rooms learn the user is active. May be NULL. */
     void (*on_signin)(void *arg, store *db, int64_t user);
     void *on_signin_arg;
+    users_sessions *sessions; /* borrowed: the tokens checked lately (NULL: none) */
 } users_http_opts;
 
 typedef struct users_http users_http;
@@ -33,5 +36,8 @@ users_http *users_http_new(const users_http_opts *o);
 void users_http_free(users_http *u);
 /* Adds the routes and installs the AUTH and ADMIN checks. */
 void users_http_register(users_http *u, http_server *s);
+/* The bus sign-outs are hinted on (borrowed; NULL or unset: none). Any
+ * time, from any thread. */
+void users_http_set_bus(users_http *u, bus *b);
 
 #endif
