@@ -175,6 +175,7 @@ http_server *app_http_new(app *a)
         return NULL;
     }
     a->feed.dbs = a->dbs;
+    if (!(a->feed.unread = feed_unread_memo_new(FEED_UNREAD_MEMO_SLOTS))) return NULL;
     a->feed.lim = (feed_limits){.active_ms = a->cfg.feed_active_days * 86400000,
                                 .push_max_followers = a->cfg.feed_push_max_followers,
                                 .timeline_max = a->cfg.feed_timeline_max};
@@ -197,6 +198,8 @@ void app_http_free(app *a)
     users_http_free(a->users);
     a->users = NULL;
     users_sessions_free(a->sessions);
+    feed_unread_memo_free(a->feed.unread); /* after the fan-out, which stopped first */
+    a->feed.unread = NULL;
     a->sessions = NULL;
     hot_free(a->hot); /* after the server: its parked views are answered */
     a->hot = NULL;
@@ -382,7 +385,7 @@ int app_feed_start(app *a)
     a->ids = idgen_start(a->cfg.db, a->node_id, a->cfg.lease_ttl, a->cfg.lease_heartbeat);
     feed_fanout_opts fo = {.db_url = a->cfg.db, .node_id = a->node_id, .lim = a->feed.lim,
                            .lease_ttl_ms = a->cfg.lease_ttl, .heartbeat_ms = a->cfg.lease_heartbeat,
-                           .online = feed_online, .push = feed_push, .arg = a};
+                           .online = feed_online, .push = feed_push, .arg = a, .memo = a->feed.unread};
     a->fanout = a->ids ? feed_fanout_start(&fo) : NULL;
     a->feed.ids = a->ids;
     a->feed.fanout = a->fanout;

@@ -100,8 +100,30 @@ int feed_posts_load(store *db, const int64_t *ids, size_t n, json_t **out);
 /* GET /v1/timeline: newest first, ids in (since_id, max_id). */
 int feed_timeline(store *db, int64_t me, int64_t max_id, int64_t since_id, int limit, const feed_limits *lim,
                   int64_t now, json_t **out);
-/* GET /v1/timeline/unread_count */
-int feed_unread(store *db, int64_t me, const feed_limits *lim, int64_t now, int64_t *count);
+/* What a node remembers of its readers' unread counts (feed_memo.c), so
+ * the call clients poll costs one statement of index probes instead of
+ * the count. A count is kept with everything it was computed from, read
+ * in one statement on every call (from the shared database, so it holds
+ * on every node without hints or timeouts): the read mark, the
+ * watermark, the newest pushed entry, the newest pulled post anywhere,
+ * the user's timeline version (moved by follow, unfollow, trim and
+ * rebuild, which change entries under the watermark) and the number of
+ * deletions. Below the watermark a timeline only grows at its top
+ * (feed.h), so while all of these stand the count stands. Any thread. */
+typedef struct feed_unread_key {
+    int64_t home_read, trimmed_below, tl_version, newest_pushed, watermark, newest_pulled, deletes;
+} feed_unread_key;
+typedef struct feed_unread_memo feed_unread_memo;
+#define FEED_UNREAD_MEMO_SLOTS 65536 /* 5 MiB */
+/* NULL when out of memory. */
+feed_unread_memo *feed_unread_memo_new(size_t slots);
+void feed_unread_memo_free(feed_unread_memo *m);
+/* m may be NULL (always a miss). */
+bool feed_unread_memo_get(feed_unread_memo *m, int64_t user, const feed_unread_key *k, int64_t *count);
+void feed_unread_memo_put(feed_unread_memo *m, int64_t user, const feed_unread_key *k, int64_t count);
+
+/* GET /v1/timeline/unread_count; memo may be NULL. */
+int feed_unread(store *db, feed_unread_memo *memo, int64_t me, const feed_limits *lim, int64_t now, int64_t *count);
 /* POST /v1/markers (forward only) and GET /v1/markers. */
 int feed_marker_set(store *db, int64_t me, int64_t last_read_id, int64_t now);
 int feed_markers(store *db, int64_t me, json_t **out);

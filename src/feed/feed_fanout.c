@@ -175,7 +175,7 @@ static void tell(feed_fanout *f, const fanout_ids *online)
 {
     for (size_t i = 0; f->o.push && i < online->n; i++) {
         int64_t unread;
-        if (feed_unread(f->db, online->v[i], &f->o.lim, base_now_ms(), &unread) != FEED_OK) continue;
+        if (feed_unread(f->db, f->o.memo, online->v[i], &f->o.lim, base_now_ms(), &unread) != FEED_OK) continue;
         char frame[64];
         int len = snprintf(frame, sizeof frame, "{\"type\":\"feed\",\"unread\":%lld}", (long long)unread);
         f->o.push(f->o.arg, online->v[i], frame, (size_t)len);

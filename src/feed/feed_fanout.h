@@ -18,6 +18,7 @@ typedef struct feed_fanout_opts {
     bool (*online)(void *arg, int64_t user);
     void (*push)(void *arg, int64_t user, const char *frame, size_t len);
     void *arg;
+    feed_unread_memo *memo; /* borrowed: the unread counts the frames carry (may be NULL) */
 } feed_fanout_opts;
 
 typedef struct feed_fanout feed_fanout;

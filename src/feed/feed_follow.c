@@ -53,9 +53,13 @@ int feed_backfill_one(store *db, int64_t user, int64_t followee, int n)
     return exec(st, NULL);
 }
 
+/* The follower's timeline changes below its watermark (a back-fill, or
+ * the followee's entries leaving): tl_version says so to the nodes'
+ * remembered unread counts (feed_unread). */
 static int counts(store *db, int64_t follower, int64_t followee, int delta)
 {
-    store_stmt *st = store_prepare(db, "UPDATE feed_users SET following = following + $2 WHERE user_id = $1");
+    store_stmt *st = store_prepare(db, "UPDATE feed_users SET following = following + $2, tl_version = tl_version + 1 "
+                                       "WHERE user_id = $1");
     store_bind_int64(st, 1, follower);
     store_bind_int64(st, 2, delta);
     int rc = exec(st, NULL);

@@ -233,7 +233,7 @@ static void handle_unread(http_req *r, void *arg)
 {
     feed_http *f = arg;
     int64_t count;
-    if (feed_unread(db_of(f, r), r->user_id, &f->lim, base_now_ms(), &count) != FEED_OK) return db_error(f, r);
+    if (feed_unread(db_of(f, r), f->unread, r->user_id, &f->lim, base_now_ms(), &count) != FEED_OK) return db_error(f, r);
     char body[48];
     int len = snprintf(body, sizeof body, "{\"count\":%lld}", (long long)count);
     http_send_body(r, 200, "application/json", body, (size_t)len);

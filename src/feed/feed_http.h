@@ -26,6 +26,7 @@ typedef struct feed_http {
     idgen *ids;          /* borrowed: post ids (set before serving) */
     feed_fanout *fanout; /* borrowed: woken after a post (may be NULL) */
     feed_limits lim;
+    feed_unread_memo *unread; /* owned by the app: the unread counts remembered (may be NULL) */
     /* What other rooms show on posts (the hot list's counts and `liked`),
      * added to each post object of an array before it is answered; app.c
      * connects it (may be NULL). */

@@ -210,6 +210,10 @@ int feed_post_delete(store *db, int64_t me, int64_t id)
         store_bind_int64(st, 1, id);
         rc = exec(db, st);
     }
+    if (rc == STORE_OK && mine) { /* every reader's remembered unread count is stale (feed_unread) */
+        st = store_prepare(db, "UPDATE feed_meta SET deletes = deletes + 1 WHERE id = 1");
+        rc = exec(db, st);
+    }
     if (rc == STORE_OK && mine) {
         st = store_prepare(db, "UPDATE feed_users SET posts = posts - 1 WHERE user_id = $1 AND posts > 0");
         store_bind_int64(st, 1, me);

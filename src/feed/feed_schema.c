@@ -79,9 +79,20 @@
     "CREATE INDEX feed_outbox_due ON feed_outbox(grp, next_attempt_ms);"                                  \
     "CREATE INDEX feed_outbox_author ON feed_outbox(author_id, post_id)"
 
+/* What a node's remembered unread count is checked against (feed_unread):
+ * tl_version moves when a user's timeline changes below its watermark
+ * (follow, unfollow, trim, rebuild); feed_meta.deletes when any post is
+ * deleted; posts_pulled finds the newest pulled post at once. */
+#define FEED_UNREAD_MEMO                                                                                   \
+    "ALTER TABLE feed_users ADD COLUMN tl_version BIGINT NOT NULL DEFAULT 0;"                              \
+    "CREATE TABLE feed_meta (id INTEGER PRIMARY KEY, deletes BIGINT NOT NULL DEFAULT 0);"                  \
+    "INSERT INTO feed_meta (id, deletes) VALUES (1, 0);"                                                   \
+    "CREATE INDEX posts_pulled ON posts(id) WHERE pulled = 1"
+
 static const store_migration feed_steps[] = {
     {50, "feed", FEED_TABLES("", " WITHOUT ROWID"),
      FEED_TABLES(" PARTITION BY RANGE (month)", "") ";CREATE TABLE posts_default PARTITION OF posts DEFAULT"},
+    {51, "feed unread memo", FEED_UNREAD_MEMO, FEED_UNREAD_MEMO},
 };
 
 int feed_schema_add(store_schema *s)

@@ -47,11 +47,13 @@ static int collect(store_stmt *st, feed_ids *out)
 /* Ids below this are final for the reader: no post older than the oldest
  * still being pushed from the accounts it follows (or its own) can still
  * arrive. INT64_MAX when nothing is pending. */
+#define WATERMARK_SQL                                                                                   \
+    "SELECT min(o.post_id) FROM feed_outbox o WHERE o.kind = 'post' AND (o.author_id = $1 OR EXISTS (SELECT " \
+    "1 FROM follows f WHERE f.follower_id = $1 AND f.followee_id = o.author_id))"
+
 static int watermark(store *db, int64_t me, int64_t *w)
 {
-    store_stmt *st = store_prepare(db, "SELECT min(o.post_id) FROM feed_outbox o WHERE o.kind = 'post' AND "
-                                       "(o.author_id = $1 OR EXISTS (SELECT 1 FROM follows f WHERE f.follower_id = $1 "
-                                       "AND f.followee_id = o.author_id))");
+    store_stmt *st = store_prepare(db, WATERMARK_SQL);
     store_bind_int64(st, 1, me);
     int rc = store_step(st);
     *w = rc == STORE_ROW && !store_col_is_null(st, 0) ? store_col_int64(st, 0) : INT64_MAX;
@@ -135,7 +137,8 @@ int feed_trim(store *db, int64_t user, int64_t timeline_max)
     store_bind_int64(st, 2, edge);
     if (rc == STORE_OK) rc = store_step(st) == STORE_DONE ? STORE_OK : STORE_ERROR;
     store_reset(st);
-    st = store_prepare(db, "UPDATE feed_users SET trimmed_below = $2 WHERE user_id = $1 AND trimmed_below < $2");
+    st = store_prepare(db, "UPDATE feed_users SET trimmed_below = CASE WHEN trimmed_below < $2 THEN $2 ELSE "
+                           "trimmed_below END, tl_version = tl_version + 1 WHERE user_id = $1");
     store_bind_int64(st, 1, user);
     store_bind_int64(st, 2, edge);
     if (rc == STORE_OK) rc = store_step(st) == STORE_DONE ? STORE_OK : STORE_ERROR;
@@ -161,7 +164,7 @@ static int rebuild(store *db, int64_t me, const feed_limits *lim)
     if (share > FEED_BACKFILL) share = FEED_BACKFILL;
     if (rc == STORE_OK) rc = store_begin(db);
     for (size_t i = 0; rc == STORE_OK && i < followees.n; i++) rc = feed_backfill_one(db, me, followees.v[i], share);
-    st = store_prepare(db, "UPDATE feed_users SET stale = 0 WHERE user_id = $1");
+    st = store_prepare(db, "UPDATE feed_users SET stale = 0, tl_version = tl_version + 1 WHERE user_id = $1");
     store_bind_int64(st, 1, me);
     if (rc == STORE_OK) rc = store_step(st) == STORE_DONE ? STORE_OK : STORE_ERROR;
     store_reset(st);
@@ -281,22 +284,62 @@ static int count_of(store_stmt *st, int64_t *n)
     return rc == STORE_ROW ? STORE_OK : STORE_ERROR;
 }
 
-int feed_unread(store *db, int64_t me, const feed_limits *lim, int64_t now, int64_t *count)
+/* The unread count's inputs (feed_unread_key), in one statement; *fresh
+ * when the reader needs nothing done first (ready() would only read). */
+static int unread_key(store *db, int64_t me, int64_t now, feed_unread_key *k, bool *fresh)
 {
-    feed_user_state u;
-    int64_t w;
-    *count = 0;
-    if (ready(db, me, lim, now, &u) != FEED_OK || watermark(db, me, &w) != STORE_OK) return FEED_ERROR;
-    /* The pushed entries and the pulled authors' posts in one statement:
-     * this is the call clients poll, and on SQLite every statement is a
-     * read transaction of its own (a lock taken and released). */
+    store_stmt *st = store_prepare(
+        db, "SELECT u.stale, u.active_ms, u.home_read, u.trimmed_below, u.tl_version, (SELECT max(post_id) FROM "
+            "timelines WHERE user_id = $1), (" WATERMARK_SQL "), (SELECT max(id) FROM posts WHERE pulled = 1), "
+            "(SELECT deletes FROM feed_meta WHERE id = 1) FROM feed_users u WHERE u.user_id = $1");
+    store_bind_int64(st, 1, me);
+    int rc = store_step(st);
+    memset(k, 0, sizeof *k);
+    *fresh = rc == STORE_ROW && !store_col_int64(st, 0) && store_col_int64(st, 1) >= now - ACTIVE_WRITE_MS;
+    if (rc == STORE_ROW) {
+        k->home_read = store_col_int64(st, 2);
+        k->trimmed_below = store_col_int64(st, 3);
+        k->tl_version = store_col_int64(st, 4);
+        k->newest_pushed = store_col_int64(st, 5);
+        k->watermark = store_col_is_null(st, 6) ? INT64_MAX : store_col_int64(st, 6);
+        k->newest_pulled = store_col_int64(st, 7);
+        k->deletes = store_col_int64(st, 8);
+    }
+    store_reset(st);
+    return rc == STORE_ROW || rc == STORE_DONE ? STORE_OK : STORE_ERROR;
+}
+
+/* Entries in (k->home_read, k->watermark): the pushed ones and the pulled
+ * authors' posts, in one statement (on SQLite every statement is a read
+ * transaction of its own: a lock taken and released). */
+static int unread_between(store *db, int64_t me, const feed_unread_key *k, int64_t *count)
+{
     store_stmt *st = store_prepare(db, "SELECT (SELECT count(*) FROM timelines WHERE user_id = $1 AND post_id > $2 AND "
                                        "post_id < $3) + (SELECT count(*) FROM posts WHERE author_id IN (" PULLED_AUTHORS_SQL
                                        ") AND id > $2 AND id < $3 AND pulled = 1 AND deleted = 0)");
     store_bind_int64(st, 1, me);
-    store_bind_int64(st, 2, u.home_read);
-    store_bind_int64(st, 3, w);
-    return count_of(st, count) == STORE_OK ? FEED_OK : FEED_ERROR;
+    store_bind_int64(st, 2, k->home_read);
+    store_bind_int64(st, 3, k->watermark);
+    return count_of(st, count);
+}
+
+/* The key is read before the count: a change in between makes the next
+ * call's key differ, so a count is never kept under a newer key. */
+int feed_unread(store *db, feed_unread_memo *memo, int64_t me, const feed_limits *lim, int64_t now, int64_t *count)
+{
+    feed_unread_key k;
+    bool fresh;
+    *count = 0;
+    if (unread_key(db, me, now, &k, &fresh) != STORE_OK) return FEED_ERROR;
+    if (fresh && feed_unread_memo_get(memo, me, &k, count)) return FEED_OK;
+    if (!fresh) {
+        feed_user_state u;
+        if (ready(db, me, lim, now, &u) != FEED_OK || unread_key(db, me, now, &k, &fresh) != STORE_OK)
+            return FEED_ERROR;
+    }
+    if (unread_between(db, me, &k, count) != STORE_OK) return FEED_ERROR;
+    if (fresh) feed_unread_memo_put(memo, me, &k, *count);
+    return FEED_OK;
 }
 
 int feed_marker_set(store *db, int64_t me, int64_t last_read_id, int64_t now)
