@@ -311,12 +311,16 @@ static int unread_key(store *db, int64_t me, int64_t now, feed_unread_key *k, bo
 
 /* Entries in (k->home_read, k->watermark): the pushed ones and the pulled
  * authors' posts, in one statement (on SQLite every statement is a read
- * transaction of its own: a lock taken and released). */
+ * transaction of its own: a lock taken and released). A pulled post that
+ * a back-fill already pushed to the reader counts once, as the page
+ * shows it once. Neither changes while a back-fill runs, so a count kept
+ * by feed_unread stays true through it. */
 static int unread_between(store *db, int64_t me, const feed_unread_key *k, int64_t *count)
 {
     store_stmt *st = store_prepare(db, "SELECT (SELECT count(*) FROM timelines WHERE user_id = $1 AND post_id > $2 AND "
-                                       "post_id < $3) + (SELECT count(*) FROM posts WHERE author_id IN (" PULLED_AUTHORS_SQL
-                                       ") AND id > $2 AND id < $3 AND pulled = 1 AND deleted = 0)");
+                                       "post_id < $3) + (SELECT count(*) FROM posts p WHERE p.author_id IN (" PULLED_AUTHORS_SQL
+                                       ") AND p.id > $2 AND p.id < $3 AND p.pulled = 1 AND p.deleted = 0 AND NOT EXISTS "
+                                       "(SELECT 1 FROM timelines t WHERE t.user_id = $1 AND t.post_id = p.id))");
     store_bind_int64(st, 1, me);
     store_bind_int64(st, 2, k->home_read);
     store_bind_int64(st, 3, k->watermark);

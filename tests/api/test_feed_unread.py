@@ -10,7 +10,7 @@ import signal
 import unittest
 
 from chime import BACKEND, Server, fresh_db, main
-from test_jobs import wait_for
+from test_jobs import sql, wait_for
 
 
 class Node:
@@ -105,6 +105,32 @@ class TestEveryChange(Base):
         n.post(tc, "second")
         self.assertTrue(wait_for(lambda: n.unread(tr) == 5, timeout=5))
         self.agree(n, tr, 5)
+
+
+class TestBackfillWindow(Base):
+    """While an account that left pull mode is being back-filled, its
+    recent posts are both pulled (merged at read time) and, for the
+    followers already reached, pushed: each counts once. The window is
+    held open by a back-fill row due far in the future."""
+    args = ["--feed-push-max-followers", "2"]
+
+    def test_a_post_pulled_and_pushed_counts_once(self):
+        n = self.node()
+        (c, tc) = n.s.new_user()
+        fans = [n.s.new_user() for _ in range(3)]
+        for _, t in fans:
+            self.assertEqual(n.s.request("PUT", "/v1/me/following/" + c["id"], token=t).status, 200)
+            n.ids(t)
+        pid = int(n.post(tc, "pulled"))
+        tf = fans[0][1]
+        self.assertTrue(wait_for(lambda: n.ids(tf) == [pid], timeout=5))
+        self.assertTrue(wait_for(lambda: not sql(self.db, "SELECT 1 FROM feed_outbox"), timeout=5))
+        fan, star = int(fans[0][0]["id"], 16), int(c["id"], 16)
+        sql(self.db, "INSERT INTO feed_outbox (id, kind, post_id, author_id, grp, next_attempt_ms, created_ms) "
+                     "VALUES (1, 'backfill', %d, %d, 0, 9000000000000000, 0)" % (pid, star))
+        sql(self.db, "INSERT INTO timelines (user_id, post_id, author_id) VALUES (%d, %d, %d)" % (fan, pid, star))
+        self.assertEqual(n.ids(tf), [pid])
+        self.agree(n, tf, 1)
 
 
 @unittest.skipIf(BACKEND != "pg", "one node on SQLite")
