@@ -257,7 +257,9 @@ static int register_jobs(app *a)
                      .handler = chat_cleanup_job, .arg = &a->chat_cleanup, .enabled = true,
                      .misfire = JOBS_MISFIRE_RUN_ONCE, .max_run_ms = 5 * 60000};
     if (jobs_register(a->jobs, &chat, err, sizeof err) != 0) goto fail;
-    a->notify_cleanup = (notify_cleanup_opts){.inbox_max = a->cfg.inbox_max_per_user, .counters = &a->suppressed};
+    a->notify_cleanup = (notify_cleanup_opts){.inbox_max = a->cfg.inbox_max_per_user,
+                                               .keep_ms = a->cfg.deliveries_keep_days * 86400000,
+                                               .counters = &a->suppressed};
     jobs_def inbox = {.name = "notify.cleanup", .schedule = "15 */10 * * * *", .time_zone = "UTC",
                       .handler = notify_cleanup_job, .arg = &a->notify_cleanup, .enabled = true,
                       .misfire = JOBS_MISFIRE_RUN_ONCE, .max_run_ms = 5 * 60000};

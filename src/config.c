@@ -81,6 +81,9 @@ static const opt_def opts[] = {
         "deliveries a user may get per day (UTC); more are recorded dropped_quota; 0 = no limit (default 10000)"),
     NUM("inbox-max-per-user", inbox_max_per_user, OPT_INT, 0, 1000000000,
         "in-app inbox rows kept per user: the cleanup prunes the oldest read ones; 0 = no cap (default 10000)"),
+    NUM("deliveries-keep-days", deliveries_keep_days, OPT_INT, 0, 36500,
+        "days a finished delivery (done, dead, missed, cancelled, dropped_quota) is kept before the cleanup "
+        "deletes it; 0 = kept forever (default 30)"),
     NUM("delivery-workers", delivery_workers, OPT_INT, 1, 64, "reminder delivery threads (default 2)"),
     NUM("delivery-max-attempts", delivery_max_attempts, OPT_INT, 1, 100,
         "attempts before a delivery is dead-lettered (default 8)"),
@@ -155,6 +158,7 @@ void config_defaults(chime_config *c)
     c->deliveries_per_user_hour = 1000;
     c->deliveries_per_user_day = 10000;
     c->inbox_max_per_user = 10000;
+    c->deliveries_keep_days = 30;
     c->delivery_workers = 2;
     c->delivery_max_attempts = 8;
     c->delivery_backoff = 1000;

@@ -41,6 +41,7 @@ typedef struct chime_config {
     int64_t deliveries_per_user_hour; /* budget per recipient (0: none) */
     int64_t deliveries_per_user_day;
     int64_t inbox_max_per_user;   /* inbox rows kept per user (0: no cap) */
+    int64_t deliveries_keep_days; /* finished deliveries kept (0: forever) */
     int64_t delivery_workers;
     int64_t delivery_max_attempts;
     int64_t delivery_backoff;     /* ms before the first retry */

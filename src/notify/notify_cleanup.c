@@ -1,5 +1,6 @@
-/* notify_cleanup.c -- the reminders' scheduled job: the inbox cap and the
- * budget rows of days gone.
+/* notify_cleanup.c -- the reminders' scheduled job: the inbox cap,
+ * finished deliveries past --deliveries-keep-days, and the budget rows of
+ * days gone.
  *
  * The inbox is capped per user (--inbox-max-per-user, issue 25): the
  * newest rows stay, and of the older ones those read go. Unread rows stay
@@ -70,12 +71,22 @@ int notify_cleanup_job(jobs_run *r, void *arg)
     int rc = o->inbox_max > 0 ? prune_inboxes(r, o->inbox_max, &pruned) : 0;
     notify_count(o->counters, NOTIFY_SUPPRESS_INBOX_CAP, (uint64_t)pruned);
     if (rc != 0) return -1;
+    /* Finished deliveries: their outcome stays visible (GET
+     * /v1/me/deliveries, the admin's view) for keep_ms, then goes. A
+     * delivery's id only guards its claim, which is long over by then;
+     * the inbox row (its own table) is the cap's business. */
+    int64_t deliveries = 0;
+    if (o->keep_ms > 0 && jobs_run_batches(r, "DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE "
+                                              "state IN ('done', 'dead', 'missed', 'cancelled', 'dropped_quota') AND "
+                                              "updated_ms < $1 LIMIT $2)",
+                                           now - o->keep_ms, 1000, &deliveries) != 0)
+        return -1;
     /* A budget row of a day gone counts nothing any more. */
     if (jobs_run_batches(r, "DELETE FROM delivery_budget WHERE user_id IN (SELECT user_id FROM delivery_budget "
                             "WHERE day_ms < $1 LIMIT $2)", now - 86400000, 1000, &budgets) != 0)
         return -1;
-    if (pruned || budgets)
-        log_info("job %s: pruned %lld read inbox row(s) over the cap, %lld budget row(s) of days gone",
-                 jobs_run_job(r), (long long)pruned, (long long)budgets);
+    if (pruned || deliveries || budgets)
+        log_info("job %s: pruned %lld read inbox row(s) over the cap, %lld finished deliveries, %lld budget row(s) "
+                 "of days gone", jobs_run_job(r), (long long)pruned, (long long)deliveries, (long long)budgets);
     return 0;
 }

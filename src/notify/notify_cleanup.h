@@ -10,11 +10,13 @@
 
 typedef struct notify_cleanup_opts {
     int64_t inbox_max;          /* inbox rows kept per user (0: no cap) */
+    int64_t keep_ms;            /* finished deliveries kept this long (0: forever) */
     notify_counters *counters;  /* borrowed; NULL: not counted */
 } notify_cleanup_opts;
 
-/* Prunes the oldest read inbox rows of users over the cap, and budget
- * rows of days gone, in fenced batches. arg: a notify_cleanup_opts that
+/* Prunes the oldest read inbox rows of users over the cap, finished
+ * deliveries older than keep_ms, and budget rows of days gone, in fenced
+ * batches. arg: a notify_cleanup_opts that
  * outlives the scheduler. */
 int notify_cleanup_job(jobs_run *r, void *arg);
 

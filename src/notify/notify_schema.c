@@ -223,6 +223,9 @@ static const store_migration notify_steps[] = {
      "CREATE INDEX deliveries_ended_user ON deliveries(user_id, state, updated_ms) "
      "WHERE state IN ('dead', 'missed', 'cancelled', 'dropped_quota')",
      NULL},
+    /* notify.cleanup finds done deliveries past --deliveries-keep-days by
+     * age (the other end states have deliveries_ended). */
+    {24, "deliveries_done_age", "CREATE INDEX deliveries_done ON deliveries(updated_ms) WHERE state = 'done'", NULL},
 };
 
 int notify_schema_add(store_schema *s)

@@ -231,5 +231,32 @@ class TestInboxCapDefault(FloodTest):
         self.assertEqual(unread, 7)
 
 
+class TestDeliveriesKept(FloodTest):
+    """Finished deliveries go after --deliveries-keep-days (default 30):
+    a delivery made here is aged by hand; pending ones and younger ones
+    stay, and so does the inbox row."""
+    server_args = FAST
+
+    def test_default_keeps_thirty_days(self):
+        self.event(soon(1))
+        self.assertTrue(wait_for(lambda: len(self.inbox()) == 1, timeout=10))
+        uid, day = int(self.user["id"], 16), 86400000
+        now = int(time.time() * 1000)
+        rows = sql(self.server.db, "SELECT id FROM deliveries WHERE user_id = %d AND state = 'done'" % uid)
+        self.assertEqual(len(rows), 1)
+        sql(self.server.db, "UPDATE deliveries SET updated_ms = %d WHERE id = '%s'" % (now - 31 * day, rows[0][0]))
+        for name, state, age in (("young", "dead", 29), ("waiting", "pending", 400), ("old-dropped", "dropped_quota", 31)):
+            sql(self.server.db, "INSERT INTO deliveries (id, reminder_id, event_id, user_id, channel, endpoint_id, "
+                "summary, occurrence_ms, due_ms, late, state, attempts, next_attempt_ms, created_ms, updated_ms) "
+                "VALUES ('%s', 1, 1, %d, 'webhook', 0, 's', 0, 0, 0, '%s', 0, %d, 0, %d)"
+                % (name, uid, state, now + 365 * day, now - age * day))
+        r = self.server.post("/v1/admin/jobs/notify.cleanup/run", token=self.admin_token)
+        self.assertEqual(r.status, 202, r)
+        left = lambda: sorted(str(x[0]) for x in sql(self.server.db, "SELECT id FROM deliveries WHERE user_id = %d"
+                                                     % uid))
+        self.assertTrue(wait_for(lambda: left() == ["waiting", "young"], timeout=15), left())
+        self.assertEqual(len(self.inbox()), 1)
+
+
 if __name__ == "__main__":
     main()
