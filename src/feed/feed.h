@@ -114,13 +114,30 @@ typedef struct feed_unread_key {
     int64_t home_read, trimmed_below, tl_version, newest_pushed, watermark, newest_pulled, deletes;
 } feed_unread_key;
 typedef struct feed_unread_memo feed_unread_memo;
-#define FEED_UNREAD_MEMO_SLOTS 65536 /* 5 MiB */
+#define FEED_UNREAD_MEMO_SLOTS 32768 /* 6 MiB */
 /* NULL when out of memory. */
 feed_unread_memo *feed_unread_memo_new(size_t slots);
 void feed_unread_memo_free(feed_unread_memo *m);
-/* m may be NULL (always a miss). */
-bool feed_unread_memo_get(feed_unread_memo *m, int64_t user, const feed_unread_key *k, int64_t *count);
-void feed_unread_memo_put(feed_unread_memo *m, int64_t user, const feed_unread_key *k, int64_t count);
+/* Where the inputs were last found standing: a connection (the store)
+ * and its store_change_stamp then. While that connection's stamp has not
+ * moved, nothing was committed anywhere, so the inputs need not even be
+ * read again (SQLite; PostgreSQL has no stamp and always reads them). */
+typedef struct feed_unread_seen {
+    const store *conn; /* NULL: none */
+    store_stamp stamp;
+} feed_unread_seen;
+/* m may be NULL (always a miss). A hit by stamp alone: nothing committed
+ * since the count's inputs were last read on this connection, and the
+ * reader still active at now. */
+bool feed_unread_memo_stamped(feed_unread_memo *m, int64_t user, const feed_unread_seen *seen, int64_t now,
+                              int64_t *count);
+/* A hit by the inputs just read (at seen, which is then recorded with
+ * active_until). */
+bool feed_unread_memo_get(feed_unread_memo *m, int64_t user, const feed_unread_key *k, const feed_unread_seen *seen,
+                          int64_t active_until, int64_t *count);
+/* active_until: when the reader must be marked active again (feed_touch). */
+void feed_unread_memo_put(feed_unread_memo *m, int64_t user, const feed_unread_key *k, int64_t count,
+                          const feed_unread_seen *seen, int64_t active_until);
 
 /* GET /v1/timeline/unread_count; memo may be NULL. */
 int feed_unread(store *db, feed_unread_memo *memo, int64_t me, const feed_limits *lim, int64_t now, int64_t *count);

@@ -8,11 +8,14 @@
 #include "feed/feed.h"
 
 #define STRIPES 64 /* a power of two */
+#define SEEN 4     /* connections a slot remembers (one per event loop) */
 
 typedef struct memo_slot {
     int64_t user; /* 0: empty */
     feed_unread_key key;
-    int64_t count;
+    int64_t count, active_until;
+    feed_unread_seen seen[SEEN];
+    unsigned next_seen; /* the one to replace next */
 } memo_slot;
 
 struct feed_unread_memo {
@@ -57,25 +60,69 @@ static bool key_equal(const feed_unread_key *a, const feed_unread_key *b)
            a->newest_pulled == b->newest_pulled && a->deletes == b->deletes;
 }
 
-bool feed_unread_memo_get(feed_unread_memo *m, int64_t user, const feed_unread_key *k, int64_t *count)
+static bool stamp_equal(const store_stamp *a, const store_stamp *b)
 {
-    if (!m) return false;
+    return a->others == b->others && a->mine == b->mine;
+}
+
+/* The slot's record of conn, or NULL. */
+static feed_unread_seen *seen_of(memo_slot *s, const store *conn)
+{
+    for (int i = 0; i < SEEN; i++)
+        if (s->seen[i].conn == conn) return &s->seen[i];
+    return NULL;
+}
+
+static void seen_record(memo_slot *s, const feed_unread_seen *seen)
+{
+    if (!seen || !seen->conn) return;
+    feed_unread_seen *at = seen_of(s, seen->conn);
+    if (!at) at = &s->seen[s->next_seen++ % SEEN];
+    *at = *seen;
+}
+
+bool feed_unread_memo_stamped(feed_unread_memo *m, int64_t user, const feed_unread_seen *seen, int64_t now,
+                              int64_t *count)
+{
+    if (!m || !seen || !seen->conn) return false;
     size_t i = slot_of(m, user);
     pthread_mutex_t *lock = &m->locks[i & (STRIPES - 1)];
     pthread_mutex_lock(lock);
-    const memo_slot *s = &m->slots[i];
-    bool hit = s->user == user && key_equal(&s->key, k);
+    memo_slot *s = &m->slots[i];
+    const feed_unread_seen *at = s->user == user ? seen_of(s, seen->conn) : NULL;
+    bool hit = at && stamp_equal(&at->stamp, &seen->stamp) && now < s->active_until;
     if (hit) *count = s->count;
     pthread_mutex_unlock(lock);
     return hit;
 }
 
-void feed_unread_memo_put(feed_unread_memo *m, int64_t user, const feed_unread_key *k, int64_t count)
+bool feed_unread_memo_get(feed_unread_memo *m, int64_t user, const feed_unread_key *k, const feed_unread_seen *seen,
+                          int64_t active_until, int64_t *count)
+{
+    if (!m) return false;
+    size_t i = slot_of(m, user);
+    pthread_mutex_t *lock = &m->locks[i & (STRIPES - 1)];
+    pthread_mutex_lock(lock);
+    memo_slot *s = &m->slots[i];
+    bool hit = s->user == user && key_equal(&s->key, k);
+    if (hit) {
+        *count = s->count;
+        s->active_until = active_until;
+        seen_record(s, seen);
+    }
+    pthread_mutex_unlock(lock);
+    return hit;
+}
+
+void feed_unread_memo_put(feed_unread_memo *m, int64_t user, const feed_unread_key *k, int64_t count,
+                          const feed_unread_seen *seen, int64_t active_until)
 {
     if (!m) return;
     size_t i = slot_of(m, user);
     pthread_mutex_t *lock = &m->locks[i & (STRIPES - 1)];
     pthread_mutex_lock(lock);
-    m->slots[i] = (memo_slot){.user = user, .key = *k, .count = count};
+    memo_slot *s = &m->slots[i];
+    *s = (memo_slot){.user = user, .key = *k, .count = count, .active_until = active_until};
+    seen_record(s, seen);
     pthread_mutex_unlock(lock);
 }

@@ -286,7 +286,7 @@ static int count_of(store_stmt *st, int64_t *n)
 
 /* The unread count's inputs (feed_unread_key), in one statement; *fresh
  * when the reader needs nothing done first (ready() would only read). */
-static int unread_key(store *db, int64_t me, int64_t now, feed_unread_key *k, bool *fresh)
+static int unread_key(store *db, int64_t me, int64_t now, feed_unread_key *k, bool *fresh, int64_t *active_until)
 {
     store_stmt *st = store_prepare(
         db, "SELECT u.stale, u.active_ms, u.home_read, u.trimmed_below, u.tl_version, (SELECT max(post_id) FROM "
@@ -295,8 +295,10 @@ static int unread_key(store *db, int64_t me, int64_t now, feed_unread_key *k, bo
     store_bind_int64(st, 1, me);
     int rc = store_step(st);
     memset(k, 0, sizeof *k);
+    *active_until = 0;
     *fresh = rc == STORE_ROW && !store_col_int64(st, 0) && store_col_int64(st, 1) >= now - ACTIVE_WRITE_MS;
     if (rc == STORE_ROW) {
+        *active_until = store_col_int64(st, 1) + ACTIVE_WRITE_MS;
         k->home_read = store_col_int64(st, 2);
         k->trimmed_below = store_col_int64(st, 3);
         k->tl_version = store_col_int64(st, 4);
@@ -327,22 +329,28 @@ static int unread_between(store *db, int64_t me, const feed_unread_key *k, int64
     return count_of(st, count);
 }
 
-/* The key is read before the count: a change in between makes the next
- * call's key differ, so a count is never kept under a newer key. */
+/* The stamp is taken before the inputs are read, and the inputs before
+ * the count: a change in between makes the next call's stamp or inputs
+ * differ, so a count is never kept under newer ones than it saw. */
 int feed_unread(store *db, feed_unread_memo *memo, int64_t me, const feed_limits *lim, int64_t now, int64_t *count)
 {
     feed_unread_key k;
+    feed_unread_seen seen = {.conn = db};
+    int64_t active_until;
     bool fresh;
     *count = 0;
-    if (unread_key(db, me, now, &k, &fresh) != STORE_OK) return FEED_ERROR;
-    if (fresh && feed_unread_memo_get(memo, me, &k, count)) return FEED_OK;
+    if (store_change_stamp(db, &seen.stamp) != STORE_OK) seen.conn = NULL;
+    if (feed_unread_memo_stamped(memo, me, &seen, now, count)) return FEED_OK;
+    if (unread_key(db, me, now, &k, &fresh, &active_until) != STORE_OK) return FEED_ERROR;
+    if (fresh && feed_unread_memo_get(memo, me, &k, &seen, active_until, count)) return FEED_OK;
     if (!fresh) {
         feed_user_state u;
-        if (ready(db, me, lim, now, &u) != FEED_OK || unread_key(db, me, now, &k, &fresh) != STORE_OK)
+        if (ready(db, me, lim, now, &u) != FEED_OK || unread_key(db, me, now, &k, &fresh, &active_until) != STORE_OK)
             return FEED_ERROR;
+        seen.conn = NULL; /* ready() may have written: the stamp is of before */
     }
     if (unread_between(db, me, &k, count) != STORE_OK) return FEED_ERROR;
-    if (fresh) feed_unread_memo_put(memo, me, &k, *count);
+    if (fresh) feed_unread_memo_put(memo, me, &k, *count, &seen, active_until);
     return FEED_OK;
 }
 

@@ -118,6 +118,11 @@ int store_exec(store *s, const char *sql)
     return s->ops->exec(s, sql);
 }
 
+int store_change_stamp(store *s, store_stamp *out)
+{
+    return s->ops->change_stamp ? s->ops->change_stamp(s, out) : STORE_ERROR;
+}
+
 int store_sync_log(store *s)
 {
     return s->ops->sync_log ? s->ops->sync_log(s) : STORE_OK;

@@ -171,6 +171,17 @@ int64_t store_changes(store_stmt *st);
  * STORE_ROW with *out set from column 0, or an error. */
 int store_query_int64(store *s, const char *sql, int64_t *out);
 
+/* Whether anything was committed since, told as cheaply as the backend
+ * can: two stamps taken on the same connection are equal only if no
+ * transaction committed a change in between, on this connection or any
+ * other. SQLite: PRAGMA data_version (other connections, this process's
+ * included) and this connection's change count. STORE_OK, or STORE_ERROR
+ * when the backend cannot tell (PostgreSQL): then assume it changed. */
+typedef struct store_stamp {
+    int64_t others, mine;
+} store_stamp;
+int store_change_stamp(store *s, store_stamp *out);
+
 /* The database server's clock in milliseconds since the epoch. Leases use
  * this, never a node's own clock. */
 int store_now_ms(store *s, int64_t *out);

@@ -71,6 +71,7 @@ typedef struct store_ops {
     size_t (*col_len)(store_stmt *st, int col);
     const char *now_sql;       /* one row, one BIGINT column: ms since epoch */
     int (*sync_log)(store *s); /* store_sync_log; NULL: nothing to do */
+    int (*change_stamp)(store *s, store_stamp *out); /* NULL: cannot tell */
 } store_ops;
 
 struct store {

@@ -288,6 +288,17 @@ static int sq_sync_log(store *s)
     return rc;
 }
 
+/* store_change_stamp. The count of this connection's changes is read
+ * after data_version, so a commit of ours in between shows in one of them. */
+static int sq_change_stamp(store *s, store_stamp *out)
+{
+    int64_t others;
+    if (store_query_int64(s, "PRAGMA data_version", &others) != STORE_ROW) return STORE_ERROR;
+    out->others = others;
+    out->mine = sqlite3_total_changes64(DB(s));
+    return STORE_OK;
+}
+
 const store_ops store_sqlite_ops = {
     .backend = STORE_SQLITE,
     .close = sq_close,
@@ -305,6 +316,7 @@ const store_ops store_sqlite_ops = {
     .col_len = sq_col_len,
     .now_sql = "SELECT CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)",
     .sync_log = sq_sync_log,
+    .change_stamp = sq_change_stamp,
 };
 
 /* PRAGMA journal_mode answers with the mode actually in force. */

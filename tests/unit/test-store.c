@@ -410,6 +410,43 @@ static void test_now_ms(void **state)
     assert_true(later - now >= 15 && later - now < 5000);   /* advances in real time */
 }
 
+static bool stamp_same(const store_stamp *a, const store_stamp *b)
+{
+    return a->others == b->others && a->mine == b->mine;
+}
+
+/* SQLite: a stamp moves with a commit on this connection or another, and
+ * only then (reads and a rolled-back nothing leave it). PostgreSQL cannot
+ * tell and says so. */
+static void test_change_stamp(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s;
+    store_stamp a, b;
+    if (store_backend_of(s) == STORE_PG) {
+        assert_int_equal(store_change_stamp(s, &a), STORE_ERROR);
+        return;
+    }
+    assert_int_equal(store_exec(s, "CREATE TABLE t (x INTEGER)"), STORE_OK);
+    assert_int_equal(store_change_stamp(s, &a), STORE_OK);
+    assert_int_equal(query_int(s, "SELECT count(*) FROM t"), 0);
+    assert_int_equal(store_change_stamp(s, &b), STORE_OK);
+    assert_true(stamp_same(&a, &b));
+    assert_int_equal(store_exec(s, "INSERT INTO t VALUES (1)"), STORE_OK); /* ours */
+    assert_int_equal(store_change_stamp(s, &b), STORE_OK);
+    assert_false(stamp_same(&a, &b));
+    a = b;
+    store *other = testdb_open(db);
+    assert_non_null(other);
+    assert_int_equal(store_exec(other, "INSERT INTO t VALUES (2)"), STORE_OK); /* another connection's */
+    assert_int_equal(store_change_stamp(s, &b), STORE_OK);
+    assert_false(stamp_same(&a, &b));
+    a = b;
+    assert_int_equal(store_change_stamp(s, &b), STORE_OK);
+    assert_true(stamp_same(&a, &b));
+    store_close(other);
+}
+
 /* Integers, fractions and comparisons read through store_col_int64 alike
  * on both backends (PostgreSQL answers booleans as t/f, numerics as text). */
 static void test_int64_reading(void **state)
@@ -478,6 +515,7 @@ int main(void)
         TESTDB_TEST_RAW(test_schema_change_under_cache),
         TESTDB_TEST_RAW(test_changes),
         TESTDB_TEST_RAW(test_now_ms),
+        TESTDB_TEST_RAW(test_change_stamp),
         TESTDB_TEST_RAW(test_int64_reading),
         TESTDB_TEST_RAW(test_placeholders),
     };
