@@ -669,7 +669,7 @@ int cal_rsvp(store *db, int64_t event_id, int64_t user_id, cal_response r, const
     store_bind_int64(st, 1, event_id);
     store_bind_int64(st, 2, user_id);
     store_bind_str(st, 3, cal_response_name(r));
-    if (set_reminders) store_bind_str(st, 4, text);
+    if (set_reminders) store_bind_str(st, 4, rem ? text : NULL); /* NULL: the event's own */
     int rc = store_step(st);
     int64_t changed = store_changes(st);
     store_reset(st);

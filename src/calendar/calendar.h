@@ -160,6 +160,8 @@ int cal_overrides_clear(store *db, int64_t event_id);
 int cal_override_load(store *db, int64_t event_id, int64_t original_ms, cal_override *out);
 int cal_override_save(store *db, const cal_override *o, bool all_day);
 int cal_override_delete(store *db, int64_t event_id, int64_t original_ms);
+/* set_reminders: the attendee's own list becomes rem (nrem of them), or,
+ * with rem NULL, goes: the event's reminders apply again. */
 int cal_rsvp(store *db, int64_t event_id, int64_t user_id, cal_response r, const cal_reminder *rem, int nrem,
              bool set_reminders);
 /* Bumps the etag and updated time (an override or answer changed it). */

@@ -728,7 +728,8 @@ static void handle_rsvp(http_req *r, void *arg)
     }
     rj = json_object_get(body, "reminders");
     if (rj && !json_is_null(rj) && cal_json_reminders(rj, "reminders", rem, &nrem, &e) != 0) goto bad;
-    int rc = cal_rsvp(c.db, ev.id, c.me, resp, rem, nrem, rj != NULL);
+    /* "reminders": null goes back to the event's reminders. */
+    int rc = cal_rsvp(c.db, ev.id, c.me, resp, rj && json_is_null(rj) ? NULL : rem, nrem, rj != NULL);
     if (rc == CAL_NOT_FOUND) {
         http_err_set(&e, 403, "forbidden", NULL, "only invited attendees answer an invitation");
         goto bad;

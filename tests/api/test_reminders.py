@@ -214,6 +214,23 @@ class TestRecipients(ReminderTest):
         ids = {self.inbox()["items"][0]["delivery_id"], self.inbox(carol_token)["items"][0]["delivery_id"]}
         self.assertEqual(len(ids), 2)  # one per recipient
 
+    def test_null_reminders_follow_the_event_again(self):
+        """An attendee's own list (here: none at all), then "reminders":
+        null -- back to the event's reminders, which fire for it."""
+        carol, carol_token = self.server.new_user()
+        start = soon(3)
+        ev = self.event(start, attendees=[{"email": carol["email"]}])
+        url = "/v1/events/%s/rsvp" % ev["id"]
+        r = self.server.post(url, {"status": "accepted", "reminders": []}, token=carol_token)
+        self.assertEqual(r.status, 200, r)
+        me = [a for a in r.json["attendees"] if a.get("self")][0]
+        self.assertEqual(me["reminders"], [])
+        r = self.server.post(url, {"status": "accepted", "reminders": None}, token=carol_token)
+        self.assertEqual(r.status, 200, r)
+        me = [a for a in r.json["attendees"] if a.get("self")][0]
+        self.assertNotIn("reminders", me)
+        self.assertEqual(len(self.wait_inbox(1, token=carol_token)), 1)
+
     def test_declining_after_the_claim_still_cancels(self):
         bob, bob_token = self.server.new_user()
         start = soon(1)
