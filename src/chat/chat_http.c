@@ -30,6 +30,8 @@ static void op_answer(http_req *r, void *arg)
     } else if (res->status >= 400) {
         if (res->status == 429 || res->status == 503) http_add_header(r, "Retry-After", "1");
         http_send_error(r, res->status, res->code, res->field[0] ? res->field : NULL, "%s", res->message);
+    } else if (res->rendered) {
+        http_send_body(r, res->status, "application/json", res->rendered, res->rendered_len);
     } else if (res->status == 204 || !res->body) {
         http_send_empty(r, res->status ? res->status : 204);
     } else {
@@ -330,9 +332,12 @@ static void handle_sync(http_req *r, void *arg)
         return http_send_error(r, 410, "sync_too_old", "since",
                                "changes up to %lld are no longer kept; start again from GET /v1/conversations",
                                (long long)pruned);
-    json_t *out;
-    if (chat_changes(db, r->user_id, since, (int)limit, &out) != CHAT_OK) return http_send_db_error(r, store_errmsg(db));
-    http_send_json(r, 200, out);
+    jsonw w;
+    jw_init(&w, 1024);
+    if (chat_changes(db, r->user_id, since, (int)limit, &w) != CHAT_OK) http_send_db_error(r, store_errmsg(db));
+    else if (jw_failed(&w)) http_send_error(r, 503, "unavailable", NULL, "out of memory");
+    else http_send_body(r, 200, "application/json", w.buf, w.len);
+    jw_free(&w);
 }
 
 static void handle_unread(http_req *r, void *arg)
