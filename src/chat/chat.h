@@ -100,11 +100,12 @@ int chat_conversations(store *db, int64_t me, int64_t conv, json_t **out);
 /* GET /v1/conversations/{id}/messages: before_seq/after_seq 0 when
  * absent (newest page). CHAT_NOT_FOUND when not a member. */
 int chat_messages(store *db, int64_t me, int64_t conv, int64_t before, int64_t after, int limit, json_t **out);
-/* The user's sequence and what is pruned (0 for a user with none). */
-int chat_seq_of(store *db, int64_t me, int64_t *seq, int64_t *pruned_to);
-/* GET /v1/sync: the changes after since (the caller checked the bounds),
- * as the answer's JSON into w (jw_failed: out of memory). */
-int chat_changes(store *db, int64_t me, int64_t since, int limit, jsonw *w);
+/* GET /v1/sync: the user's sequence and what is pruned (*seq, *pruned_to:
+ * 0 for a user with none) and, when since is within them (pruned_to <=
+ * since <= seq; otherwise nothing is written and the caller answers 400
+ * or 410), the changes after since as the answer's JSON into w
+ * (jw_failed: out of memory). */
+int chat_sync(store *db, int64_t me, int64_t since, int limit, int64_t *seq, int64_t *pruned_to, jsonw *w);
 /* GET /v1/unread: unread messages in all, conversations with any. */
 int chat_unread(store *db, int64_t me, int64_t *total, int64_t *conversations);
 /* Seq and unread of many users at once (the WebSocket sync frames):
