@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http/jsonw.h"
 #include "store/store.h"
 
 #define CHAT_TEXT_MAX 8000
@@ -55,6 +56,11 @@ typedef struct chat_result {
     char field[32];
     char message[200];
     json_t *body;        /* the answer's JSON (owned), when status < 400 */
+    char *rendered;      /* or that JSON as text already (owned), for the
+                          * 201 of a send: made on the writer's thread with
+                          * jsonw, it costs a tenth of a jansson tree built
+                          * there and dumped on the loop */
+    size_t rendered_len;
     int64_t *signal;     /* users whose sequence moved (owned) */
     size_t nsignal, signal_cap;
 } chat_result;
@@ -94,10 +100,12 @@ int chat_conversations(store *db, int64_t me, int64_t conv, json_t **out);
 /* GET /v1/conversations/{id}/messages: before_seq/after_seq 0 when
  * absent (newest page). CHAT_NOT_FOUND when not a member. */
 int chat_messages(store *db, int64_t me, int64_t conv, int64_t before, int64_t after, int limit, json_t **out);
-/* The user's sequence and what is pruned (0 for a user with none). */
-int chat_seq_of(store *db, int64_t me, int64_t *seq, int64_t *pruned_to);
-/* GET /v1/sync: the changes after since (the caller checked the bounds). */
-int chat_changes(store *db, int64_t me, int64_t since, int limit, json_t **out);
+/* GET /v1/sync: the user's sequence and what is pruned (*seq, *pruned_to:
+ * 0 for a user with none) and, when since is within them (pruned_to <=
+ * since <= seq; otherwise nothing is written and the caller answers 400
+ * or 410), the changes after since as the answer's JSON into w
+ * (jw_failed: out of memory). */
+int chat_sync(store *db, int64_t me, int64_t since, int limit, int64_t *seq, int64_t *pruned_to, jsonw *w);
 /* GET /v1/unread: unread messages in all, conversations with any. */
 int chat_unread(store *db, int64_t me, int64_t *total, int64_t *conversations);
 /* Seq and unread of many users at once (the WebSocket sync frames):
@@ -109,6 +117,8 @@ int chat_share(store *db, int64_t a, int64_t b, bool *shared);
 /* A message as the API shows it, from columns at: conversation, seq, id,
  * sender, client id, text, sent. */
 json_t *chat_message_json(store_stmt *st, int at);
+/* The same, written into w. */
+void chat_message_write(jsonw *w, store_stmt *st, int at);
 
 /* Adds the chat's schema steps (chat_schema.c) to the one list. */
 int chat_schema_add(store_schema *s);

@@ -30,6 +30,8 @@ static void op_answer(http_req *r, void *arg)
     } else if (res->status >= 400) {
         if (res->status == 429 || res->status == 503) http_add_header(r, "Retry-After", "1");
         http_send_error(r, res->status, res->code, res->field[0] ? res->field : NULL, "%s", res->message);
+    } else if (res->rendered) {
+        http_send_body(r, res->status, "application/json", res->rendered, res->rendered_len);
     } else if (res->status == 204 || !res->body) {
         http_send_empty(r, res->status ? res->status : 204);
     } else {
@@ -322,17 +324,22 @@ static void handle_sync(http_req *r, void *arg)
     store *db = chat_db(c, r->loop);
     int64_t since = 0, limit = CHAT_SYNC_DEFAULT, seq, pruned;
     if (query_int(r, "since", 0, INT64_MAX, &since) < 0 || query_int(r, "limit", 1, CHAT_SYNC_MAX, &limit) < 0) return;
-    if (chat_seq_of(db, r->user_id, &seq, &pruned) != CHAT_OK) return http_send_db_error(r, store_errmsg(db));
-    if (since > seq)
-        return http_send_error(r, 400, "invalid_value", "since", "since (%lld) is past your newest change (%lld)",
-                               (long long)since, (long long)seq);
-    if (since < pruned)
-        return http_send_error(r, 410, "sync_too_old", "since",
-                               "changes up to %lld are no longer kept; start again from GET /v1/conversations",
-                               (long long)pruned);
-    json_t *out;
-    if (chat_changes(db, r->user_id, since, (int)limit, &out) != CHAT_OK) return http_send_db_error(r, store_errmsg(db));
-    http_send_json(r, 200, out);
+    jsonw w;
+    jw_init(&w, 1024);
+    if (chat_sync(db, r->user_id, since, (int)limit, &seq, &pruned, &w) != CHAT_OK)
+        http_send_db_error(r, store_errmsg(db));
+    else if (since > seq)
+        http_send_error(r, 400, "invalid_value", "since", "since (%lld) is past your newest change (%lld)",
+                        (long long)since, (long long)seq);
+    else if (since < pruned)
+        http_send_error(r, 410, "sync_too_old", "since",
+                        "changes up to %lld are no longer kept; start again from GET /v1/conversations",
+                        (long long)pruned);
+    else if (jw_failed(&w))
+        http_send_error(r, 503, "unavailable", NULL, "out of memory");
+    else
+        http_send_body(r, 200, "application/json", w.buf, w.len);
+    jw_free(&w);
 }
 
 static void handle_unread(http_req *r, void *arg)

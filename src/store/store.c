@@ -69,6 +69,7 @@ static void cache_free_all(store *s)
     free(s->buckets);
     s->buckets = NULL;
     s->nbuckets = s->nstmts = 0;
+    memset(s->by_addr, 0, sizeof s->by_addr);
 }
 
 void store_close(store *s)
@@ -255,6 +256,14 @@ void store_stmt_base_free(store_stmt *st)
     free(st->text);
 }
 
+/* A cached statement, ready: one left mid-iteration is reset, so a
+ * forgotten store_reset cannot leak state into the next request. */
+static store_stmt *prepared(store_stmt *st)
+{
+    if (st->state != STORE_ST_READY || st->bound) store_reset(st);
+    return st;
+}
+
 store_stmt *store_prepare(store *s, const char *sql)
 {
     if (!sql) {
@@ -262,14 +271,20 @@ store_stmt *store_prepare(store *s, const char *sql)
         return NULL;
     }
     guard_check(s, "store_prepare");
+    /* SQL comes from string literals, so the same text mostly comes from
+     * the same address: a slot by address, confirmed by strcmp (a buffer
+     * reused for another text must not match), skips hashing the text,
+     * which was 4% of the chat writer's instructions. */
+    store_stmt **slot = &s->by_addr[(uint64_t)(uintptr_t)sql * 0x9E3779B97F4A7C15ull >> 58];
+    store_stmt *st = *slot;
+    if (st && st->addr == sql && strcmp(st->sql, sql) == 0) return prepared(st);
     uint32_t h = sql_hash(sql);
     if (s->nbuckets) {
-        for (store_stmt *st = s->buckets[h & (s->nbuckets - 1)]; st; st = st->next) {
+        for (st = s->buckets[h & (s->nbuckets - 1)]; st; st = st->next) {
             if (st->hash == h && strcmp(st->sql, sql) == 0) {
-                /* A statement left mid-iteration is reset, so a forgotten
-                 * store_reset cannot leak state into the next request. */
-                if (st->state != STORE_ST_READY || st->bound) store_reset(st);
-                return st;
+                st->addr = sql;
+                *slot = st;
+                return prepared(st);
             }
         }
     }
@@ -285,7 +300,7 @@ store_stmt *store_prepare(store *s, const char *sql)
         store_fail(s, STORE_ERROR, "out of memory");
         return NULL;
     }
-    store_stmt *st = s->ops->stmt_new(s, sql, nparams);
+    st = s->ops->stmt_new(s, sql, nparams);
     if (!st)
         return NULL;
     st->s = s;
@@ -301,6 +316,8 @@ store_stmt *store_prepare(store *s, const char *sql)
     st->next = s->buckets[h & (s->nbuckets - 1)];
     s->buckets[h & (s->nbuckets - 1)] = st;
     s->nstmts++;
+    st->addr = sql;
+    *slot = st;
     return st;
 }
 

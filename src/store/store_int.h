@@ -42,6 +42,7 @@ struct store_stmt {
     store_stmt *next;          /* hash chain */
     uint32_t hash;
     char *sql;                 /* the caller's text: the cache key */
+    const char *addr;          /* where the caller's text was last time */
     int nparams;
     store_param *params;       /* nparams entries */
     char *text;                /* bound text, NUL-separated */
@@ -74,10 +75,15 @@ typedef struct store_ops {
     int (*change_stamp)(store *s, store_stamp *out); /* NULL: cannot tell */
 } store_ops;
 
+/* Statements last prepared from a given address (see store_prepare): 64,
+ * the top 6 bits of a multiplicative hash. */
+#define STORE_ADDR_SLOTS 64
+
 struct store {
     const store_ops *ops;
     store_stmt **buckets;
     size_t nbuckets, nstmts;
+    store_stmt *by_addr[STORE_ADDR_SLOTS];
     char err[STORE_ERRLEN];
     bool (*guard)(void *ctx); /* store_set_guard; NULL: one thread owns it */
     void *guard_ctx;

@@ -338,6 +338,29 @@ static void test_cache_reuse(void **state)
     assert_ptr_not_equal(prep(s, "SELECT name FROM n WHERE i = $1 "), prep(s, sql));
 }
 
+/* The cache looks a text up by its address first: one buffer filled
+ * with one text and then another must give each its own statement. */
+static void test_cache_same_buffer(void **state)
+{
+    store *s = ((testdb *)*state)->s;
+    EXEC_OK(s, "CREATE TABLE n (i BIGINT, name TEXT)");
+    EXEC_OK(s, "INSERT INTO n VALUES (1, 'one'), (2, 'two')");
+    char buf[64];
+    for (int round = 0; round < 3; round++) {
+        strcpy(buf, "SELECT name FROM n WHERE i = 1");
+        store_stmt *one = prep(s, buf);
+        assert_int_equal(store_step(one), STORE_ROW);
+        assert_string_equal(store_col_text(one, 0), "one");
+        store_reset(one);
+        strcpy(buf, "SELECT name FROM n WHERE i = 2");
+        store_stmt *two = prep(s, buf);
+        assert_ptr_not_equal(two, one);
+        assert_int_equal(store_step(two), STORE_ROW);
+        assert_string_equal(store_col_text(two, 0), "two");
+        store_reset(two);
+    }
+}
+
 /* A cached statement keeps working after DDL changes its table's shape
  * (PostgreSQL refuses the old plan; the store prepares it again). */
 static void test_schema_change_under_cache(void **state)
@@ -512,6 +535,7 @@ int main(void)
         TESTDB_TEST_RAW(test_constraint_errors),
         TESTDB_TEST_RAW(test_bad_sql_and_binds),
         TESTDB_TEST_RAW(test_cache_reuse),
+        TESTDB_TEST_RAW(test_cache_same_buffer),
         TESTDB_TEST_RAW(test_schema_change_under_cache),
         TESTDB_TEST_RAW(test_changes),
         TESTDB_TEST_RAW(test_now_ms),
