@@ -376,10 +376,10 @@ static int session_of(users_http *uh, store *db, const http_str *tok, int64_t *u
     char hash[65];
     int64_t now = base_now_ms(), expires;
     if (tok->len >= USERS_TOKEN_MAX) return USERS_NOT_FOUND;
+    if (users_sessions_get(uh->o.sessions, tok->ptr, tok->len, now, user_id)) return USERS_OK;
     base_sha256_hex(tok->ptr, tok->len, hash);
-    if (users_sessions_get(uh->o.sessions, hash, now, user_id)) return USERS_OK;
     int rc = users_session_lookup(db, hash, user_id, &expires);
-    if (rc == USERS_OK) users_sessions_put(uh->o.sessions, hash, *user_id, expires, now);
+    if (rc == USERS_OK) users_sessions_put(uh->o.sessions, tok->ptr, tok->len, hash, *user_id, expires, now);
     return rc;
 }
 

@@ -2,13 +2,15 @@
 #include "users/users_sessions.h"
 
 #include <pthread.h>
+#include <sodium.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define STRIPES 64 /* a power of two; loops rarely meet on one */
 
 typedef struct slot {
-    unsigned char key[32]; /* the SHA-256, raw; all zero when empty */
+    unsigned char key[crypto_shorthash_siphashx24_BYTES]; /* keyed SipHash of the token; all zero: empty */
+    unsigned char sha[32];                                /* the token's SHA-256, raw */
     int64_t user_id, expires_ms, until_ms;
 } slot;
 
@@ -16,6 +18,7 @@ struct users_sessions {
     slot *slots;
     size_t mask;
     int64_t ttl_ms;
+    unsigned char hash_key[crypto_shorthash_siphashx24_KEYBYTES];
     pthread_mutex_t locks[STRIPES];
 };
 
@@ -30,6 +33,7 @@ users_sessions *users_sessions_new(size_t slots, int64_t ttl_ms)
     }
     c->mask = n - 1;
     c->ttl_ms = ttl_ms;
+    randombytes_buf(c->hash_key, sizeof c->hash_key);
     for (int i = 0; i < STRIPES; i++) pthread_mutex_init(&c->locks[i], NULL);
     return c;
 }
@@ -47,30 +51,34 @@ static int nibble(char h)
     return h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : -1;
 }
 
-/* The raw key of a hex hash; false when it is not 64 lowercase hex digits. */
-static bool key_of(const char *hex, unsigned char key[32])
+/* The raw bytes of a hex SHA-256; false when it is not 64 lowercase hex
+ * digits. */
+static bool sha_of(const char *hex, unsigned char sha[32])
 {
     for (int i = 0; i < 32; i++) {
         int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
         if (hi < 0 || lo < 0) return false;
-        key[i] = (unsigned char)(hi << 4 | lo);
+        sha[i] = (unsigned char)(hi << 4 | lo);
     }
     return true;
 }
 
-/* The key is already uniform (a hash), so its first bytes pick the slot. */
-static size_t index_of(const users_sessions *c, const unsigned char key[32])
+/* The token's slot key; its first bytes pick the slot (a keyed hash, so
+ * nobody outside can aim tokens at one slot). */
+static size_t key_of(const users_sessions *c, const char *token, size_t len,
+                     unsigned char key[crypto_shorthash_siphashx24_BYTES])
 {
+    crypto_shorthash_siphashx24(key, (const unsigned char *)token, len, c->hash_key);
     uint64_t v;
     memcpy(&v, key, sizeof v);
     return (size_t)v & c->mask;
 }
 
-bool users_sessions_get(users_sessions *c, const char hash[65], int64_t now, int64_t *user_id)
+bool users_sessions_get(users_sessions *c, const char *token, size_t len, int64_t now, int64_t *user_id)
 {
-    unsigned char key[32];
-    if (!c || c->ttl_ms <= 0 || !key_of(hash, key)) return false;
-    size_t i = index_of(c, key);
+    unsigned char key[crypto_shorthash_siphashx24_BYTES];
+    if (!c || c->ttl_ms <= 0) return false;
+    size_t i = key_of(c, token, len, key);
     pthread_mutex_t *m = &c->locks[i & (STRIPES - 1)];
     pthread_mutex_lock(m);
     slot *s = &c->slots[i];
@@ -80,31 +88,34 @@ bool users_sessions_get(users_sessions *c, const char hash[65], int64_t now, int
     return hit;
 }
 
-void users_sessions_put(users_sessions *c, const char hash[65], int64_t user_id, int64_t expires_ms, int64_t now)
+void users_sessions_put(users_sessions *c, const char *token, size_t len, const char hash[65], int64_t user_id,
+                        int64_t expires_ms, int64_t now)
 {
-    unsigned char key[32];
-    if (!c || c->ttl_ms <= 0 || !key_of(hash, key)) return;
-    size_t i = index_of(c, key);
+    unsigned char key[crypto_shorthash_siphashx24_BYTES], sha[32];
+    if (!c || c->ttl_ms <= 0 || !sha_of(hash, sha)) return;
+    size_t i = key_of(c, token, len, key);
     pthread_mutex_t *m = &c->locks[i & (STRIPES - 1)];
     pthread_mutex_lock(m);
     slot *s = &c->slots[i];
     memcpy(s->key, key, sizeof key);
+    memcpy(s->sha, sha, sizeof sha);
     s->user_id = user_id;
     s->expires_ms = expires_ms;
     s->until_ms = now + c->ttl_ms;
     pthread_mutex_unlock(m);
 }
 
+/* Stripe by stripe: one lock taken 64 times, not one per slot. */
 void users_sessions_forget(users_sessions *c, const char hash[65])
 {
-    unsigned char key[32];
-    if (!c || !key_of(hash, key)) return;
-    size_t i = index_of(c, key);
-    pthread_mutex_t *m = &c->locks[i & (STRIPES - 1)];
-    pthread_mutex_lock(m);
-    slot *s = &c->slots[i];
-    if (memcmp(s->key, key, sizeof key) == 0) memset(s, 0, sizeof *s);
-    pthread_mutex_unlock(m);
+    unsigned char sha[32];
+    if (!c || !sha_of(hash, sha)) return;
+    for (size_t stripe = 0; stripe < STRIPES; stripe++) {
+        pthread_mutex_lock(&c->locks[stripe]);
+        for (size_t i = stripe; i <= c->mask; i += STRIPES)
+            if (memcmp(c->slots[i].sha, sha, sizeof sha) == 0) memset(&c->slots[i], 0, sizeof c->slots[i]);
+        pthread_mutex_unlock(&c->locks[stripe]);
+    }
 }
 
 size_t users_sessions_hint(const char hash[65], char *buf)

@@ -14,10 +14,13 @@
  *   - tokens that were not found are never remembered (an attacker cannot
  *     fill it with guesses; they go to the database as before).
  *
- * Keys are the tokens' SHA-256 (what the sessions table stores), so the
- * table never holds a usable token. Direct-mapped: a slot holds the last
- * token that hashed to it, so memory is fixed (slots x 48 bytes). Safe
- * from any thread: slots are guarded by striped mutexes. */
+ * Slots are found by a keyed SipHash (128 bits, a key of this process's)
+ * of the token, which costs a tenth of the SHA-256 the database is asked
+ * with; a slot also keeps that SHA-256, so a sign-out hinted by another
+ * node (which sends only the SHA-256) finds it. Neither is a usable token.
+ * Direct-mapped: a slot holds the last token that hashed to it, so memory
+ * is fixed (slots x 72 bytes). Safe from any thread: slots are guarded by
+ * striped mutexes. */
 #ifndef CHIME_USERS_SESSIONS_H
 #define CHIME_USERS_SESSIONS_H
 
@@ -27,7 +30,7 @@
 
 typedef struct users_sessions users_sessions;
 
-/* The server's size: 65,536 tokens, 3 MiB. */
+/* The server's size: 65,536 tokens, 4.5 MiB. */
 #define USERS_SESSIONS_SLOTS 65536
 
 /* slots is rounded up to a power of two. ttl_ms 0: nothing is kept (every
@@ -35,12 +38,14 @@ typedef struct users_sessions users_sessions;
 users_sessions *users_sessions_new(size_t slots, int64_t ttl_ms);
 void users_sessions_free(users_sessions *c);
 
-/* hash: the token's SHA-256 as lowercase hex (base_sha256_hex). True and
- * *user_id when a usable entry is there at now (ms). */
-bool users_sessions_get(users_sessions *c, const char hash[65], int64_t now, int64_t *user_id);
-/* Remembers what the database said at now: the session's user and expiry. */
-void users_sessions_put(users_sessions *c, const char hash[65], int64_t user_id, int64_t expires_ms, int64_t now);
-/* The session is gone (signed out): forget it. */
+/* True and *user_id when a usable entry for the token is there at now (ms). */
+bool users_sessions_get(users_sessions *c, const char *token, size_t len, int64_t now, int64_t *user_id);
+/* Remembers what the database said at now about the token, whose SHA-256
+ * (lowercase hex, base_sha256_hex) is hash: the session's user and expiry. */
+void users_sessions_put(users_sessions *c, const char *token, size_t len, const char hash[65], int64_t user_id,
+                        int64_t expires_ms, int64_t now);
+/* The session is gone (signed out): forget it. By its SHA-256 (a hint from
+ * another node) this looks at every slot: sign-outs are rare. */
 void users_sessions_forget(users_sessions *c, const char hash[65]);
 
 /* Bus hints: "s" and the hash. users_sessions_hint formats one into buf

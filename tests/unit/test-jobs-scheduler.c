@@ -238,13 +238,16 @@ static void test_two_schedulers(void **state)
     jobs_scheduler_free(a_owned ? sa : sb);
     nap_ms(2000);
     jobs_scheduler_free(a_owned ? sb : sa);
-    assert_true(calls(&a) + calls(&b) >= 3);
+    int64_t runs = q(db->s, "SELECT count(*) FROM job_runs"), called = calls(&a) + calls(&b);
+    assert_true(runs >= 3);
     assert_true(calls(a_owned ? &b : &a) >= 1);
-    assert_int_equal(q(db->s, "SELECT count(*) FROM job_runs"), calls(&a) + calls(&b));
-    assert_int_equal(q(db->s, "SELECT count(DISTINCT scheduled_ms) FROM job_runs"), calls(&a) + calls(&b));
+    /* Every call is recorded, but for at most one fenced out: on a loaded
+     * machine a heartbeat can miss the 1 s lease, and the run in flight
+     * then cannot record (its second is run again by the new owner). */
+    assert_true(called >= runs && called <= runs + 1);
+    assert_int_equal(q(db->s, "SELECT count(DISTINCT scheduled_ms) FROM job_runs"), runs);
     /* the gap from the handover was caught up: consecutive seconds */
-    assert_int_equal(q(db->s, "SELECT (MAX(scheduled_ms) - MIN(scheduled_ms)) / 1000 + 1 FROM job_runs"),
-                     calls(&a) + calls(&b));
+    assert_int_equal(q(db->s, "SELECT (MAX(scheduled_ms) - MIN(scheduled_ms)) / 1000 + 1 FROM job_runs"), runs);
     env_free(&a);
     env_free(&b);
 }
