@@ -33,7 +33,7 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-CHIME = os.path.join(ROOT, "build/chime")
+CHIME = os.environ.get("CHIME_BIN") or os.path.join(ROOT, "build/chime")  # CHIME_BIN=path: another build, for A/B runs
 LOAD = os.path.join(ROOT, "build/bench/chatload")
 PY = "/usr/bin/python3"
 SRCS = ",".join("127.0.0.%d" % i for i in range(2, 10))  # client source addresses
@@ -488,6 +488,7 @@ def main():
         "MAM on SQLite (WAL) default: always" % (
             a.users, a.idle, a.pairs, "/".join("%g" % r for r in rates), a.seconds, a.warmup, a.members, a.rounds,
             a.repeat))
+    log("chime binary: %s" % CHIME)
     results = []
     epmd_before = subprocess.run(["pgrep", "-x", "epmd"], capture_output=True).returncode == 0
     chime = ej = None

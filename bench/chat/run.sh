@@ -12,6 +12,7 @@
 # Prints the settings, the machine, the load average and the ratios.
 # Options go to bench.py (--users, --idle, --no-max, --pairs, --rates,
 # --seconds, --rounds, --repeat, --only chime|ejabberd, --phases, --keep).
+# CHIME_BIN=path runs another chime build (A/B runs; it is not rebuilt).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

@@ -63,6 +63,8 @@ typedef struct chat_result {
     size_t rendered_len;
     int64_t *signal;     /* users whose sequence moved (owned) */
     size_t nsignal, signal_cap;
+    int64_t self;        /* a fan-out's writer: whose change number... */
+    int64_t self_seq;    /* ...is kept here (0: none) */
 } chat_result;
 
 void chat_result_free(chat_result *r);

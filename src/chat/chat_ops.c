@@ -89,12 +89,21 @@ static int fan_out_set(store *db, int64_t conv, const char *kind, int64_t ref, i
     st = store_prepare(db, "INSERT INTO chat_changes (user_id, seq, kind, conversation_id, ref, created_ms) "
                            "SELECT m.user_id, s.seq, $2, $1, $3, $4 FROM conv_members m JOIN chat_seqs s "
                            "ON s.user_id = m.user_id WHERE m.conversation_id = $1 AND m.left_seq IS NULL "
-                           "RETURNING user_id");
+                           "RETURNING user_id, seq");
     store_bind_int64(st, 1, conv);
     store_bind_str(st, 2, kind);
     store_bind_int64(st, 3, ref);
     store_bind_int64(st, 4, now);
-    return run(st, r);
+    while ((rc = store_step(st)) == STORE_ROW) {
+        int64_t user = store_col_int64(st, 0);
+        if (user == r->self) r->self_seq = store_col_int64(st, 1);
+        if (signal_add(r, user) != STORE_OK) {
+            rc = STORE_ERROR;
+            break;
+        }
+    }
+    store_reset(st);
+    return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
 }
 
 /* The members' (user, seq) pairs, read whole before anything is written
@@ -147,6 +156,7 @@ static int fan_out_rows(store *db, int64_t conv, const char *kind, int64_t ref, 
         store_bind_int64(st, 6, now);
         rc = run(st, NULL);
         if (rc == STORE_OK) rc = signal_add(r, user);
+        if (user == r->self) r->self_seq = seq;
     }
     free(pairs);
     return rc;
@@ -391,6 +401,27 @@ int chat_remove_member(store *db, int64_t me, int64_t conv, int64_t user, int64_
 
 #define MSG_COLS "conversation_id, seq, id, sender_id, client_msg_id, text, sent_ms"
 
+/* The sender's change number for its message seq in conv (the 201's
+ * user_seq), for a retried send; null once the change is past the sync
+ * retention. Walks the sender's changes from the newest: a retry comes
+ * soon after its first try. */
+static int original_user_seq(store *db, int64_t conv, int64_t me, int64_t seq, json_t *body)
+{
+    store_stmt *st = store_prepare(db, "SELECT seq FROM chat_changes WHERE user_id = $1 AND conversation_id = $2 "
+                                       "AND kind = 'message' AND ref = $3 ORDER BY seq DESC LIMIT 1");
+    store_bind_int64(st, 1, me);
+    store_bind_int64(st, 2, conv);
+    store_bind_int64(st, 3, seq);
+    int rc = store_step(st);
+    json_t *v = rc == STORE_ROW ? json_integer(store_col_int64(st, 0)) : json_null();
+    store_reset(st);
+    if (rc != STORE_ROW && rc != STORE_DONE) {
+        json_decref(v);
+        return rc;
+    }
+    return json_object_set_new(body, "user_seq", v) == 0 ? STORE_OK : STORE_ERROR;
+}
+
 /* A retried send: the original, when there is one. */
 static int find_original(store *db, int64_t conv, int64_t me, const char *client_id, chat_result *r, bool *found)
 {
@@ -401,12 +432,14 @@ static int find_original(store *db, int64_t conv, int64_t me, const char *client
     store_bind_str(st, 3, client_id);
     int rc = store_step(st);
     *found = rc == STORE_ROW;
+    int64_t seq = *found ? store_col_int64(st, 1) : 0;
     if (*found) {
         r->status = 200;
         r->body = chat_message_json(st, 0);
     }
     store_reset(st);
     if (*found && !r->body) return STORE_ERROR;
+    if (*found) return original_user_seq(db, conv, me, seq, r->body);
     return rc == STORE_ROW || rc == STORE_DONE ? STORE_OK : rc;
 }
 
@@ -464,7 +497,11 @@ static int message_insert(store *db, int64_t conv, int64_t seq, int64_t id, int6
     return run(st, NULL);
 }
 
-/* The 201's body, as chat_message_json would show the message. */
+/* The 201's body, as chat_message_json would show the message, and
+ * "user_seq": the sender's own change number for it. A device that knows
+ * it needs no pull for its own message: when its sync frame says
+ * user_seq and the device had everything up to user_seq - 1, it is up to
+ * date (Telegram's pts of a sent message). */
 static int message_render(chat_result *r, int64_t conv, int64_t seq, int64_t id, int64_t me, const char *client_id,
                           const char *text, int64_t now)
 {
@@ -483,6 +520,7 @@ static int message_render(chat_result *r, int64_t conv, int64_t seq, int64_t id,
     jw_kstr(&w, "client_msg_id", client_id);
     jw_kstr(&w, "text", text);
     jw_kplain(&w, "sent", sent);
+    jw_kint(&w, "user_seq", r->self_seq);
     jw_obj_end(&w);
     if (jw_failed(&w)) {
         jw_free(&w);
@@ -505,6 +543,7 @@ int chat_send(store *db, int64_t me, int64_t conv, const char *client_id, const 
     int64_t seq = last + 1, id = base_id_new();
     rc = next_number(db, conv, seq, now);
     if (rc == STORE_OK) rc = message_insert(db, conv, seq, id, me, client_id, text, now);
+    r->self = me;
     if (rc == STORE_OK) rc = fan_out(db, conv, "message", seq, now, r);
     if (rc != STORE_OK) return rc;
     r->status = 201;

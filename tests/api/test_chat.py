@@ -232,6 +232,25 @@ class TestSync(ChatTest):
         last = self.sync(ta2)["changes"][-1]
         self.assertEqual((last["kind"], last["up_to"], last["conversation_id"]), ("read", 3, conv))
 
+    def test_send_answers_the_senders_own_change_number(self):
+        (a, ta), (b, tb), (c, tc) = self.users(3)
+        ab = self.direct(ta, b["id"])
+        g = self.server.post("/v1/conversations", {"type": "group", "title": "g", "members": [a["id"], c["id"]]},
+                             token=tb).json["id"]
+        sent = []
+        for i in range(3):  # a's sequence and the conversations' numbers drift apart
+            sent.append((ta, self.send(ta, ab, "ab%d" % i)))
+            sent.append((tb, self.send(tb, ab, "ba%d" % i)))
+            sent.append((tc, self.send(tc, g, "g%d" % i)))
+            sent.append((ta, self.send(ta, g, "ga%d" % i)))
+        self.assertTrue(any(m["user_seq"] != m["seq"] for _, m in sent))
+        for tok, m in sent:
+            ch = self.sync(tok, m["user_seq"] - 1, limit=1)["changes"][0]
+            self.assertEqual((ch["seq"], ch["kind"], ch["message"]["id"]), (m["user_seq"], "message", m["id"]), m)
+        # A retry answers the original, its user_seq included.
+        tok, first = sent[0]
+        self.assertEqual(self.send(tok, ab, "ab0 (retry)", "ab0", status=200), first)
+
     def test_410_after_retention(self):
         (a, ta), (b, tb) = self.users(2)
         conv = self.direct(ta, b["id"])
@@ -290,6 +309,7 @@ class TestUnread(ChatTest):
         ab, ac = self.direct(ta, b["id"]), self.direct(ta, c["id"])
         for i in range(3):
             self.send(tb, ab, "b%d" % i)
+        time.sleep(0.01)  # activity is ordered by the millisecond: a tie goes by id
         self.send(tc, ac, "c0")
         self.assertEqual(self.server.get("/v1/unread", token=ta).json, {"total": 4, "conversations": 2})
         convs = {x["id"]: x for x in self.server.get("/v1/conversations", token=ta).json["items"]}

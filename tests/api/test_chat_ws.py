@@ -75,6 +75,23 @@ class TestGateway(ServerTest):
         self.assertEqual(frames(ws, lambda f: f["type"] == "pong")[-1], {"type": "pong"})
         ws.close()
 
+    def test_sender_needs_no_pull_for_its_own_message(self):
+        (a, ta), (b, tb) = self.server.new_user(), self.server.new_user()
+        conv = self.server.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta).json["id"]
+        ws = self.server.ws(ta)
+        known = json.loads(ws.recv())["seq"]
+        for i in range(3):
+            sent = self.server.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": str(i), "text": "hi"},
+                                    token=ta)
+            self.assertEqual(sent.status, 201, sent)
+            # The frame says the number the 201 gave; the device had the one
+            # before it, so it is up to date without a pull.
+            self.assertEqual(sent.json["user_seq"], known + 1)
+            f = frames(ws, lambda f: f.get("seq") == known + 1)
+            self.assertEqual(f[-1], {"type": "sync", "seq": known + 1, "unread": 0})
+            known += 1
+        ws.close()
+
     def test_burst_is_coalesced_and_ends_current(self):
         (a, ta), (b, tb) = self.server.new_user(), self.server.new_user()
         conv = self.server.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta).json["id"]
