@@ -421,8 +421,8 @@ static void http_post_next(user *u)
 static void http_pull(user *u)
 {
     conn *c = u->hp;
-    if (!c || c->state != S_OPEN) return;
-    if (c->busy) {
+    if (!c) return;
+    if (c->state != S_OPEN || c->busy) { /* (re)connecting: on_open pulls */
         u->pull_again = true;
         return;
     }
