@@ -401,17 +401,25 @@ int chat_remove_member(store *db, int64_t me, int64_t conv, int64_t user, int64_
 
 #define MSG_COLS "conversation_id, seq, id, sender_id, client_msg_id, text, sent_ms"
 
+/* How far back a retried send's change is looked for: a retry comes soon
+ * after its first try, and the look runs on the writer's thread, which
+ * every message waits for; a client retrying an old message over and over
+ * must not make it walk a month of changes each time. */
+#define CHAT_RETRY_LOOKBACK 1000
+
 /* The sender's change number for its message seq in conv (the 201's
- * user_seq), for a retried send; null once the change is past the sync
- * retention. Walks the sender's changes from the newest: a retry comes
- * soon after its first try. */
+ * user_seq), for a retried send: null when the change is more than
+ * CHAT_RETRY_LOOKBACK changes back, or past the sync retention. */
 static int original_user_seq(store *db, int64_t conv, int64_t me, int64_t seq, json_t *body)
 {
-    store_stmt *st = store_prepare(db, "SELECT seq FROM chat_changes WHERE user_id = $1 AND conversation_id = $2 "
-                                       "AND kind = 'message' AND ref = $3 ORDER BY seq DESC LIMIT 1");
+    store_stmt *st = store_prepare(db, "SELECT c.seq FROM chat_changes c WHERE c.user_id = $1 AND c.seq > "
+                                       "(SELECT s.seq FROM chat_seqs s WHERE s.user_id = $1) - $4 AND "
+                                       "c.conversation_id = $2 AND c.kind = 'message' AND c.ref = $3 "
+                                       "ORDER BY c.seq DESC LIMIT 1");
     store_bind_int64(st, 1, me);
     store_bind_int64(st, 2, conv);
     store_bind_int64(st, 3, seq);
+    store_bind_int64(st, 4, CHAT_RETRY_LOOKBACK);
     int rc = store_step(st);
     json_t *v = rc == STORE_ROW ? json_integer(store_col_int64(st, 0)) : json_null();
     store_reset(st);

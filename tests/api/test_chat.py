@@ -268,6 +268,23 @@ class TestSync(ChatTest):
         self.assertEqual([c["seq"] for c in rest], [3, 4])
 
 
+class TestRetryFarBack(ChatTest):
+    server_args = ("--chat-rate", "100000")
+
+    def test_retry_after_a_thousand_changes_has_no_user_seq(self):
+        (a, ta), (b, tb) = self.users(2)
+        conv = self.direct(ta, b["id"])
+        first = self.send(ta, conv, "first", "f")
+        for i in range(999):  # a's sequence moves 999 further: still in reach
+            self.send(tb, conv, "b%d" % i)
+        self.assertEqual(self.send(ta, conv, "first", "f", status=200), first)
+        self.send(tb, conv, "one more")
+        again = self.send(ta, conv, "first", "f", status=200)
+        self.assertIsNone(again.pop("user_seq"))
+        first.pop("user_seq")
+        self.assertEqual(again, first)
+
+
 class TestMembers(ChatTest):
     def test_add_remove_leave(self):
         (a, ta), (b, tb), (c, tc), (d, td) = self.users(4)
