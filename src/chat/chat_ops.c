@@ -34,8 +34,11 @@ int chat_refuse(chat_result *r, int status, const char *code, const char *field,
     return STORE_OK;
 }
 
-static int signal_add(chat_result *r, int64_t user)
+/* User's sequence moved to seq: the gateway tells them, and the writer of
+ * the change (r->self) gets its own number. */
+static int signal_add(chat_result *r, int64_t user, int64_t seq)
 {
+    if (user == r->self) r->self_seq = seq;
     if (r->nsignal == r->signal_cap) {
         int64_t *grown = base_grow(r->signal, sizeof *grown, &r->signal_cap);
         if (!grown) return STORE_ERROR;
@@ -45,13 +48,13 @@ static int signal_add(chat_result *r, int64_t user)
     return STORE_OK;
 }
 
-/* Runs a statement to its end; the rows' first column go to r's signals
- * when r is given. */
+/* Runs a statement to its end; when r is given, each row is (user, seq)
+ * of a change, for signal_add. */
 static int run(store_stmt *st, chat_result *r)
 {
     int rc;
     while ((rc = store_step(st)) == STORE_ROW)
-        if (r && signal_add(r, store_col_int64(st, 0)) != STORE_OK) {
+        if (r && signal_add(r, store_col_int64(st, 0), store_col_int64(st, 1)) != STORE_OK) {
             rc = STORE_ERROR;
             break;
         }
@@ -94,16 +97,7 @@ static int fan_out_set(store *db, int64_t conv, const char *kind, int64_t ref, i
     store_bind_str(st, 2, kind);
     store_bind_int64(st, 3, ref);
     store_bind_int64(st, 4, now);
-    while ((rc = store_step(st)) == STORE_ROW) {
-        int64_t user = store_col_int64(st, 0);
-        if (user == r->self) r->self_seq = store_col_int64(st, 1);
-        if (signal_add(r, user) != STORE_OK) {
-            rc = STORE_ERROR;
-            break;
-        }
-    }
-    store_reset(st);
-    return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
+    return run(st, r);
 }
 
 /* The members' (user, seq) pairs, read whole before anything is written
@@ -155,8 +149,7 @@ static int fan_out_rows(store *db, int64_t conv, const char *kind, int64_t ref, 
         store_bind_int64(st, 5, ref);
         store_bind_int64(st, 6, now);
         rc = run(st, NULL);
-        if (rc == STORE_OK) rc = signal_add(r, user);
-        if (user == r->self) r->self_seq = seq;
+        if (rc == STORE_OK) rc = signal_add(r, user, seq);
     }
     free(pairs);
     return rc;
@@ -177,7 +170,8 @@ static int change_one(store *db, int64_t user, const char *kind, int64_t conv, i
     int rc = run(st, NULL);
     if (rc != STORE_OK) return rc;
     st = store_prepare(db, "INSERT INTO chat_changes (user_id, seq, kind, conversation_id, ref, created_ms) "
-                           "SELECT user_id, seq, $2, $3, $4, $5 FROM chat_seqs WHERE user_id = $1 RETURNING user_id");
+                           "SELECT user_id, seq, $2, $3, $4, $5 FROM chat_seqs WHERE user_id = $1 "
+                           "RETURNING user_id, seq");
     store_bind_int64(st, 1, user);
     store_bind_str(st, 2, kind);
     store_bind_int64(st, 3, conv);
