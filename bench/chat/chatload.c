@@ -161,6 +161,7 @@ typedef struct user {
     conn *ws, *hs, *hp;
     int64_t pulled, frame_seq;
     bool hello, pull_again;
+    char wsconn[24]; /* chime: its WebSocket's "connection", named in its sends */
     int64_t fseq[FLOG];
     ns_t ft[FLOG];
     int64_t nf;
@@ -403,10 +404,12 @@ static void http_post_next(user *u)
     int bl = snprintf(body, sizeof body, "{\"client_msg_id\":\"c%s-%" PRId64 "\",\"text\":\"L%s-%" PRId64 " %s\"}", O.run, k,
                       O.run, k, TEXT);
     const char *conv = O.mode == M_GROUP ? O.group_conv : u->conv;
+    char named[48] = "";
+    if (u->wsconn[0]) snprintf(named, sizeof named, "Chime-Connection: %s\r\n", u->wsconn);
     int rl = snprintf(req, sizeof req,
                       "POST /v1/conversations/%s/messages HTTP/1.1\r\nHost: %s:%d\r\nAuthorization: Bearer %s\r\n"
-                      "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
-                      conv, O.host, O.port, u->token, bl, body);
+                      "%sContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+                      conv, O.host, O.port, u->token, named, bl, body);
     c->busy = 1;
     c->req_msg = k;
     ns_t t = now_ns();
@@ -486,6 +489,18 @@ static int64_t num_after(const char *s, const char *key)
     return p ? strtoll(p + strlen(key), NULL, 10) : -1;
 }
 
+static void resolve_pending(user *u, int64_t seq, ns_t t);
+
+/* The device heard at t that its number is seq (a frame, or its 201). */
+static void note_news(user *u, int64_t seq, ns_t t)
+{
+    u->frame_seq = seq;
+    u->fseq[u->nf % FLOG] = seq;
+    u->ft[u->nf % FLOG] = t;
+    u->nf++;
+    if (u->npend) resolve_pending(u, seq, t);
+}
+
 static void on_http_response(conn *c, int status, const char *body, ns_t t)
 {
     user *u = c->u;
@@ -502,8 +517,12 @@ static void on_http_response(conn *c, int status, const char *body, ns_t t)
             M[k].status = status;
         }
         /* The sender's own change: applied without a pull when it is the
-         * next one (user_seq); then a pull only for what else came. */
+         * next one (user_seq); then a pull only for what else came. The
+         * 201 is news like a frame: the server spares the sending
+         * connection the frame of that number (Chime-Connection), which
+         * may also have been the only frame of changes before it. */
         int64_t own = (status == 201 || status == 200) ? num_after(body, "\"user_seq\":") : -1;
+        if (own > u->frame_seq) note_news(u, own, t);
         if (own == u->pulled + 1) u->pulled = own;
         if (u->frame_seq > u->pulled) http_pull(u);
         http_post_next(u);
@@ -622,6 +641,8 @@ static void chime_text(conn *c, const char *s, size_t n, ns_t t)
     user *u = c->u;
     int64_t seq = num_after(s, "\"seq\":");
     if (strstr(s, "\"type\":\"hello\"")) {
+        const char *k = strstr(s, "\"connection\":\"");
+        if (c == u->ws) snprintf(u->wsconn, sizeof u->wsconn, "%.16s", k ? k + 14 : "");
         if (!u->hello) {
             u->pulled = u->frame_seq = seq;
             u->hello = true;
@@ -631,13 +652,7 @@ static void chime_text(conn *c, const char *s, size_t n, ns_t t)
     }
     if (strstr(s, "\"type\":\"sync\"")) {
         if (c != u->ws) return; /* extra devices (idle mode) only listen */
-        if (seq > u->frame_seq) {
-            u->frame_seq = seq;
-            u->fseq[u->nf % FLOG] = seq;
-            u->ft[u->nf % FLOG] = t;
-            u->nf++;
-            if (u->npend) resolve_pending(u, seq, t);
-        }
+        if (seq > u->frame_seq) note_news(u, seq, t);
         /* One change past what the device has, while its own send is not
          * answered yet: most likely that send's change; its 201 says. */
         bool own_maybe = seq == u->pulled + 1 && u->hs && u->hs->busy;

@@ -60,15 +60,20 @@ static int ticket_use(store *db, const char *ticket, int64_t *user)
 
 /* ---- the upgrade ------------------------------------------------------------ */
 
-static char *hello_of(store *db, int64_t user)
+/* The first frame. "connection" names the connection, for the device's
+ * sends to say (Chime-Connection) so that it is spared the frames that
+ * tell it only of its own messages. */
+static char *hello_of(store *db, int64_t user, uint64_t token)
 {
     int64_t seq = 0, unread = 0;
     if (chat_seq_unread(db, &user, 1, &seq, &unread) != CHAT_OK) return NULL;
-    char id[17], *text = malloc(128);
+    char id[17], conn[17], *text = malloc(160);
     base_id_format(user, id);
+    base_id_format((int64_t)token, conn);
     if (text)
-        snprintf(text, 128, "{\"type\":\"hello\",\"user_id\":\"%s\",\"seq\":%lld,\"unread\":%lld}", id,
-                 (long long)seq, (long long)unread);
+        snprintf(text, 160,
+                 "{\"type\":\"hello\",\"user_id\":\"%s\",\"seq\":%lld,\"unread\":%lld,\"connection\":\"%s\"}", id,
+                 (long long)seq, (long long)unread, conn);
     return text;
 }
 
@@ -103,9 +108,10 @@ static void handle_ws(http_req *r, void *arg)
     chat_service *c = arg;
     int64_t user;
     if (!ws_user(c, r, &user)) return;
-    char *hello = hello_of(chat_db(c, r->loop), user);
+    uint64_t token = ws_hub_token(c->hub, r->loop);
+    char *hello = hello_of(chat_db(c, r->loop), user, token);
     if (!hello) return http_send_db_error(r, store_errmsg(chat_db(c, r->loop)));
-    if (ws_hub_upgrade(c->hub, r, user, hello) != 0)
+    if (ws_hub_upgrade(c->hub, r, user, token, hello) != 0)
         http_send_error(r, 400, "not_websocket", NULL, "this is a WebSocket endpoint: send an upgrade request");
     free(hello);
 }
@@ -132,7 +138,7 @@ static void on_signal(void *arg, int loop, const int64_t *users, size_t n)
             char frame[96];
             int len = snprintf(frame, sizeof frame, "{\"type\":\"sync\",\"seq\":%lld,\"unread\":%lld}",
                                (long long)seq[i], (long long)unread[i]);
-            ws_hub_send_local(c->hub, loop, users[i], frame, (size_t)len);
+            ws_hub_send_local(c->hub, loop, users[i], seq[i], frame, (size_t)len);
         }
     } else {
         log_warn("chat: sync frames not sent: %s", store_errmsg(chat_db(c, loop)));

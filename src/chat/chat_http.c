@@ -251,6 +251,18 @@ static bool within_rate(chat_service *c, http_req *r)
     return ok;
 }
 
+/* Chime-Connection: the sender's own WebSocket (the "connection" of its
+ * hello frame), optional. */
+static bool sender_connection(http_req *r, int64_t *conn)
+{
+    http_str h;
+    *conn = 0;
+    if (!http_header(r, "chime-connection", &h) || base_id_parse(h.ptr, h.len, conn) == 0) return true;
+    http_send_error(r, 400, "invalid_value", "Chime-Connection",
+                    "Chime-Connection must be the connection your hello frame named (16 hex digits)");
+    return false;
+}
+
 static void handle_send(http_req *r, void *arg)
 {
     chat_service *c = arg;
@@ -265,7 +277,7 @@ static void handle_send(http_req *r, void *arg)
         http_send_err(r, &e);
         goto out;
     }
-    if (!within_rate(c, r)) goto out;
+    if (!sender_connection(r, &op->conn) || !within_rate(c, r)) goto out;
     op->client_id = strdup(client_id);
     op->text = strdup(text);
     json_decref(body);
@@ -380,6 +392,14 @@ void chat_register(chat_service *c, http_server *s)
     chat_gateway_register(c, s);
 }
 
+/* A sender's device knows its own message's number from the 201: its
+ * connection is spared the frame that would tell it only that. */
+static void on_told(void *arg, int64_t user, int64_t conn, int64_t seq)
+{
+    chat_service *c = arg;
+    if (c->hub) ws_hub_told(c->hub, user, (uint64_t)conn, seq);
+}
+
 /* After each commit: the users' devices hear of it. */
 static void on_commit(void *arg, const int64_t *users, size_t n)
 {
@@ -390,7 +410,7 @@ static void on_commit(void *arg, const int64_t *users, size_t n)
 int chat_start(chat_service *c)
 {
     chat_writer_opts wo = {.db_url = c->o.db_url, .group_max_members = c->o.group_max_members,
-                           .on_commit = on_commit, .arg = c};
+                           .on_told = on_told, .on_commit = on_commit, .arg = c};
     chat_writer *w = chat_writer_new(&wo);
     if (!w || chat_writer_start(w) != 0) {
         chat_writer_free(w);

@@ -237,6 +237,9 @@ static chat_op *take(chat_writer *w)
 static void tell(chat_writer *w, chat_op *ops)
 {
     chat_ids all = {0};
+    for (chat_op *op = ops; op && w->o.on_told; op = op->next)
+        if (op->conn && op->res.status == 201 && op->res.self_seq > 0)
+            w->o.on_told(w->o.arg, op->me, op->conn, op->res.self_seq);
     for (chat_op *op = ops; op; op = op->next)
         for (size_t i = 0; i < op->res.nsignal; i++)
             if (!ids_add(&all, op->res.signal[i])) break;

@@ -27,6 +27,7 @@ typedef struct chat_op {
     struct chat_op *next;
     chat_op_kind kind;
     int64_t me, conv, other, up_to;
+    int64_t conn;       /* a send: the sender's WebSocket (Chime-Connection), or 0 */
     int64_t *users;     /* owned */
     size_t nusers;
     char *text, *client_id, *title; /* owned */
@@ -42,8 +43,11 @@ void chat_op_free(chat_op *op);
 typedef struct chat_writer_opts {
     const char *db_url;
     int64_t group_max_members;
-    /* After each commit, on the writer's thread: the users whose
-     * sequences moved (may repeat). */
+    /* After each commit, on the writer's thread: first, for each send
+     * that named its sender's WebSocket, that the connection knows the
+     * sender's new number from the 201 (on_told); then the users whose
+     * sequences moved (on_commit; may repeat). */
+    void (*on_told)(void *arg, int64_t user, int64_t conn, int64_t seq);
     void (*on_commit)(void *arg, const int64_t *users, size_t n);
     void *arg;
 } chat_writer_opts;

@@ -28,11 +28,19 @@ typedef struct ws_conn {
     struct ws_conn *next; /* in its bucket of the loop's table */
     int64_t user_id;
     uint64_t id;
+    uint64_t token;   /* the client's name for it (ws_hub_told) */
+    int64_t told_seq; /* the user's number it already knows of */
     h2o_timeout_entry_t timer; /* the next look at it, or the wait for a close answer */
     uint64_t seen_ms;          /* when it last sent anything (a pong, a frame) */
     uint64_t pinged_ms;        /* when it was last pinged */
     bool closing;
 } ws_conn;
+
+/* A connection that knows a number already (ws_hub_told). */
+typedef struct ws_told {
+    int64_t user_id, seq;
+    uint64_t token;
+} ws_told;
 
 /* A frame for a user, handed to a loop by another thread. */
 typedef struct ws_frame {
@@ -55,6 +63,8 @@ struct ws_loop {
     bool msg_queued;
     int64_t *signals;
     size_t nsignals, signals_cap;
+    ws_told *told;
+    size_t ntold, told_cap;
     ws_frame *frames, **frames_tail;
     uint64_t *kills; /* connections to close (a user over the cap) */
     size_t nkills, kills_cap;
@@ -362,6 +372,15 @@ static void run_signals(ws_loop *lp, int64_t *v, size_t n)
     if (h->ev.on_signal) h->ev.on_signal(h->ev.arg, lp->index, v, u);
 }
 
+/* Before the signals of the same changes: the connections that know. */
+static void apply_told(ws_loop *lp, const ws_told *t, size_t n)
+{
+    for (size_t i = 0; i < n && lp->nbuckets; i++)
+        for (ws_conn *c = *bucket_of(lp, t[i].user_id); c; c = c->next)
+            if (c->user_id == t[i].user_id && c->token == t[i].token && t[i].seq > c->told_seq)
+                c->told_seq = t[i].seq;
+}
+
 static void on_loop_message(h2o_multithread_receiver_t *rx, h2o_linklist_t *messages)
 {
     ws_loop *lp = H2O_STRUCT_FROM_MEMBER(ws_loop, rx, rx);
@@ -373,8 +392,12 @@ static void on_loop_message(h2o_multithread_receiver_t *rx, h2o_linklist_t *mess
     ws_frame *frames = lp->frames;
     uint64_t *kills = lp->kills;
     size_t nkills = lp->nkills;
+    ws_told *told = lp->told;
+    size_t ntold = lp->ntold;
     lp->signals = NULL;
     lp->nsignals = lp->signals_cap = 0;
+    lp->told = NULL;
+    lp->ntold = lp->told_cap = 0;
     lp->frames = NULL;
     lp->frames_tail = &lp->frames;
     lp->kills = NULL;
@@ -393,9 +416,11 @@ static void on_loop_message(h2o_multithread_receiver_t *rx, h2o_linklist_t *mess
     while (frames) {
         ws_frame *f = frames;
         frames = f->next;
-        ws_hub_send_local(lp->hub, lp->index, f->user_id, f->text, f->len);
+        ws_hub_send_local(lp->hub, lp->index, f->user_id, 0, f->text, f->len);
         free(f);
     }
+    apply_told(lp, told, ntold);
+    free(told);
     run_signals(lp, sig, nsig);
     free(sig);
 }
@@ -410,7 +435,7 @@ static void loop_start(void *arg, int loop)
     h2o_multithread_register_receiver(lp->ctx->queue, &lp->rx, on_loop_message);
     pthread_mutex_lock(&lp->mu);
     lp->started = true;
-    if (lp->nsignals || lp->frames || lp->nkills) loop_wake(lp);
+    if (lp->nsignals || lp->frames || lp->nkills || lp->ntold) loop_wake(lp);
     pthread_mutex_unlock(&lp->mu);
 }
 
@@ -472,6 +497,7 @@ void ws_hub_free(ws_hub *h)
     for (int i = 0; i < h->nloops; i++) {
         ws_loop *lp = &h->loops[i];
         free(lp->signals);
+        free(lp->told);
         free(lp->kills);
         while (lp->frames) {
             ws_frame *f = lp->frames;
@@ -503,7 +529,18 @@ static void evict(ws_hub *h, uint64_t id)
     pthread_mutex_unlock(&lp->mu);
 }
 
-int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, const char *hello)
+uint64_t ws_hub_token(ws_hub *h, int loop)
+{
+    uint64_t t;
+    do {
+        base_random(&t, sizeof t);
+        t >>= 2; /* shown as an id: at most INT64_MAX */
+        t = t - t % (uint64_t)h->nloops + (uint64_t)loop;
+    } while (t == 0);
+    return t;
+}
+
+int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, uint64_t token, const char *hello)
 {
     ws_loop *lp = &h->loops[r->loop];
     ws_conn *c = calloc(1, sizeof *c);
@@ -515,6 +552,7 @@ int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, const char *hello)
     c->lp = lp;
     c->user_id = user_id;
     c->id = ++lp->next_id * (uint64_t)h->nloops + (uint64_t)r->loop;
+    c->token = token;
     c->timer.cb = on_timer;
     c->seen_ms = c->pinged_ms = h2o_now(lp->ctx->loop);
     c->wc = http_server_upgrade_ws(r, c, on_ws_msg);
@@ -559,6 +597,21 @@ void ws_hub_signal(ws_hub *h, const int64_t *users, size_t n)
     }
 }
 
+void ws_hub_told(ws_hub *h, int64_t user_id, uint64_t token, int64_t seq)
+{
+    ws_loop *lp = &h->loops[token % (uint64_t)h->nloops];
+    pthread_mutex_lock(&lp->mu);
+    if (lp->ntold == lp->told_cap) {
+        ws_told *grown = base_grow(lp->told, sizeof *grown, &lp->told_cap);
+        if (grown) lp->told = grown;
+    }
+    if (lp->ntold < lp->told_cap) { /* out of memory: the device just gets its frame */
+        lp->told[lp->ntold++] = (ws_told){.user_id = user_id, .seq = seq, .token = token};
+        loop_wake(lp);
+    }
+    pthread_mutex_unlock(&lp->mu);
+}
+
 void ws_hub_send_user(ws_hub *h, int64_t user_id, const char *text, size_t len)
 {
     bool on[64] = {0}; /* which loops have the user (more loops: all) */
@@ -588,7 +641,7 @@ void ws_hub_send_user(ws_hub *h, int64_t user_id, const char *text, size_t len)
     }
 }
 
-void ws_hub_send_local(ws_hub *h, int loop, int64_t user_id, const char *text, size_t len)
+void ws_hub_send_local(ws_hub *h, int loop, int64_t user_id, int64_t seq, const char *text, size_t len)
 {
     ws_loop *lp = &h->loops[loop];
     if (!lp->nbuckets) return;
@@ -596,7 +649,7 @@ void ws_hub_send_local(ws_hub *h, int loop, int64_t user_id, const char *text, s
     ws_conn *todo[64];
     size_t n = 0;
     for (ws_conn *c = *bucket_of(lp, user_id); c && n < 64; c = c->next)
-        if (c->user_id == user_id && !c->closing) todo[n++] = c;
+        if (c->user_id == user_id && !c->closing && (seq <= 0 || c->told_seq != seq)) todo[n++] = c;
     for (size_t i = 0; i < n; i++) conn_send(todo[i], text, len);
     for (size_t i = 0; i < n; i++) {
         /* conn_send may have killed it: look it up again. */

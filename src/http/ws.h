@@ -59,17 +59,30 @@ ws_hub *ws_hub_new(http_server *s, const ws_hub_opts *o, const ws_hub_events *ev
 /* After http_server_free (the loops have closed every connection). */
 void ws_hub_free(ws_hub *h);
 
-/* In a handler: upgrades the request to a WebSocket of user_id, queueing
- * hello (a text frame, may be NULL) as its first frame. 0: answered with
- * 101. -1: not a WebSocket handshake; nothing answered. */
-int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, const char *hello);
+/* A new connection's token for a request on loop: random, so a client
+ * can name its own connection (ws_hub_told) but not guess another's, and
+ * it tells the hub the connection's loop. Never 0. */
+uint64_t ws_hub_token(ws_hub *h, int loop);
+
+/* In a handler: upgrades the request to a WebSocket of user_id with the
+ * token from ws_hub_token, queueing hello (a text frame, may be NULL) as
+ * its first frame. 0: answered with 101. -1: not a WebSocket handshake;
+ * nothing answered. */
+int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, uint64_t token, const char *hello);
 
 /* From any thread. */
 void ws_hub_signal(ws_hub *h, const int64_t *users, size_t n);
+/* The connection token of user_id already knows the user's number seq
+ * (the device was told in an HTTP answer): ws_hub_send_local skips it
+ * for a frame of exactly that number. Call before the ws_hub_signal of
+ * the same change. A token of another user's connection does nothing. */
+void ws_hub_told(ws_hub *h, int64_t user_id, uint64_t token, int64_t seq);
 void ws_hub_send_user(ws_hub *h, int64_t user_id, const char *text, size_t len);
 
-/* On a loop thread, to the user's connections on that loop. */
-void ws_hub_send_local(ws_hub *h, int loop, int64_t user_id, const char *text, size_t len);
+/* On a loop thread, to the user's connections on that loop; seq > 0 is
+ * the user's number the frame tells, which a connection told it already
+ * (ws_hub_told) does not get. */
+void ws_hub_send_local(ws_hub *h, int loop, int64_t user_id, int64_t seq, const char *text, size_t len);
 
 /* This node's open connections and distinct users on them. */
 void ws_hub_counts(ws_hub *h, int64_t *connections, int64_t *users);

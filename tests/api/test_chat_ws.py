@@ -62,6 +62,7 @@ class TestGateway(ServerTest):
         conv = self.server.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta).json["id"]
         ws = self.server.ws(tb)
         hello = json.loads(ws.recv())
+        self.assertRegex(hello.pop("connection"), "^[0-9a-f]{16}$")
         self.assertEqual(hello, {"type": "hello", "user_id": b["id"], "seq": 1, "unread": 0})
         sent = self.server.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": "1", "text": "hi"},
                                 token=ta)
@@ -91,6 +92,59 @@ class TestGateway(ServerTest):
             self.assertEqual(f[-1], {"type": "sync", "seq": known + 1, "unread": 0})
             known += 1
         ws.close()
+
+    def test_named_connection_gets_no_frame_for_its_own_message(self):
+        (a, ta), (b, tb) = self.server.new_user(), self.server.new_user()
+        conv = self.server.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta).json["id"]
+        mine, other = self.server.ws(ta), self.server.ws(ta)  # two devices of a
+        hello = json.loads(mine.recv())
+        other.recv()
+        conn, known = hello["connection"], hello["seq"]
+        self.assertNotEqual(json.loads(self.server.ws(ta).recv())["connection"], conn)
+        for i in range(3):
+            sent = self.server.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": str(i), "text": "hi"},
+                                    token=ta, headers={"Chime-Connection": conn})
+            self.assertEqual((sent.status, sent.json["user_seq"]), (201, known + 1), sent)
+            known += 1
+            # The other device hears of it; the sender's own connection does not.
+            self.assertEqual(frames(other, lambda f: f.get("seq") == known)[-1],
+                             {"type": "sync", "seq": known, "unread": 0})
+        self.assertEqual(frames(mine, timeout=0.5), [])
+        # A change that is not its own still gives a frame.
+        self.server.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": "b", "text": "yo"}, token=tb)
+        self.assertEqual(frames(mine, lambda f: f.get("seq") == known + 1)[-1],
+                         {"type": "sync", "seq": known + 1, "unread": 1})
+        mine.close()
+        other.close()
+
+    def test_connection_of_another_user_changes_nothing(self):
+        (a, ta), (b, tb) = self.server.new_user(), self.server.new_user()
+        conv = self.server.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta).json["id"]
+        wb = self.server.ws(tb)
+        hello = json.loads(wb.recv())
+        # a names b's connection: b's device still hears of a's message.
+        sent = self.server.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": "1", "text": "hi"},
+                                token=ta, headers={"Chime-Connection": hello["connection"]})
+        self.assertEqual(sent.status, 201, sent)
+        self.assertEqual(frames(wb, lambda f: f.get("seq") == hello["seq"] + 1)[-1],
+                         {"type": "sync", "seq": hello["seq"] + 1, "unread": 1})
+        # A connection that is gone, or never was, changes nothing either.
+        for conn in ("0123456789abcdef", hello["connection"]):
+            wb.close() if conn != hello["connection"] else None
+            sent = self.server.post("/v1/conversations/%s/messages" % conv,
+                                    {"client_msg_id": "x" + conn, "text": "hi"}, token=ta,
+                                    headers={"Chime-Connection": conn})
+            self.assertEqual(sent.status, 201, sent)
+        wb.close()
+
+    def test_bad_connection_header_is_400_and_sends_nothing(self):
+        (a, ta), (b, tb) = self.server.new_user(), self.server.new_user()
+        conv = self.server.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta).json["id"]
+        for bad in ("xyz", "0123456789ABCDEG", "0000000000000000", "01234567", "0123456789abcdef0"):
+            r = self.server.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": "1", "text": "hi"},
+                                 token=ta, headers={"Chime-Connection": bad})
+            self.assertEqual((r.status, r.json["error"]["field"]), (400, "Chime-Connection"), (bad, r))
+        self.assertEqual(self.server.get("/v1/conversations/%s/messages" % conv, token=ta).json["messages"], [])
 
     def test_burst_is_coalesced_and_ends_current(self):
         (a, ta), (b, tb) = self.server.new_user(), self.server.new_user()
