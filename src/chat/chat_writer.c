@@ -303,12 +303,17 @@ int chat_writer_start(chat_writer *w)
      * copies the WAL every 25 ms meanwhile, so what is left for this
      * connection is to checkpoint now and then -- which lets the WAL start
      * over from its beginning, which only a writer's checkpoint between
-     * two of its commits can -- and copy the last few milliseconds: every
-     * 16,384 pages (64 MiB, about a second at 5,000/s), a WAL still small
-     * enough for readers' lookups in it to stay cheap. */
+     * two of its commits can -- and copy the last few milliseconds. That
+     * checkpoint still stalls every queued message for two fsyncs (the
+     * WAL's and the database file's): 5-15 ms, the bursts of slow sends
+     * in bench/chat at 5,000/s, where 16,384 pages made one every 0.37 s.
+     * So it runs every 131,072 pages (512 MiB, the WAL size the gate's
+     * checkpointer also closes at: STORE_CKPT_FRAMES), every 3 s or so at
+     * that rate. A long WAL does not slow readers: they look only at the
+     * frames the checkpointer has not copied yet. */
     if (store_backend_of(w->db) == STORE_SQLITE &&
         (store_exec(w->db, "PRAGMA cache_size = -65536") != STORE_OK ||
-         store_exec(w->db, "PRAGMA wal_autocheckpoint = 16384") != STORE_OK))
+         store_exec(w->db, "PRAGMA wal_autocheckpoint = 131072") != STORE_OK))
         log_warn("chat: the writer's connection keeps SQLite's defaults: %s", store_errmsg(w->db));
     if (pthread_create(&w->thread, NULL, writer_main, w) != 0) return -1;
     w->started = true;
