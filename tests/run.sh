@@ -33,7 +33,7 @@ results=$tmp/results; mkdir -p "$results"
 # A leak report after a failed cmocka assertion is the exception: the
 # failed test stopped before its frees, so its leftovers are no finding.
 retryable() {   # log
-  grep -qE 'AddressSanitizer|runtime error:|sanitizer report' "$1" && return 1
+  grep -qE 'ERROR: AddressSanitizer|runtime error:|sanitizer report' "$1" && return 1
   grep -q LeakSanitizer "$1" && ! grep -qF '[  FAILED  ]' "$1" && return 1
   return 0
 }

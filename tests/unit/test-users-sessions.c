@@ -106,7 +106,11 @@ static void test_many(void **state)
             hits++;
         }
     }
-    assert_true(hits >= 990); /* a few may share a slot */
+    /* A few share a slot (the table is direct-mapped, keyed at random):
+     * 1000 tokens in 65,536 slots lose about 1000^2 / (2 * 65536) = 7.6 of
+     * them on average, Poisson; more than 10 happened in 15% of runs (a
+     * failure in make test). 50 or more: odds below 1e-15. */
+    assert_true(hits > 950);
     users_sessions_free(c);
 }
 
