@@ -293,8 +293,9 @@ int chat_writer_start(chat_writer *w)
     /* SQLite's default page cache (2 MiB) holds a fraction of the indexes
      * a stream of messages touches at random (messages by conversation,
      * changes and sequences by user): the writer read 6 pages a message
-     * back from the file (perf, bench/chat at 5,000/s). */
-    /* SQLite checkpoints on the connection whose commit takes the WAL past
+     * back from the file (perf, bench/chat at 5,000/s).
+     *
+     * SQLite checkpoints on the connection whose commit takes the WAL past
      * wal_autocheckpoint pages (default 1,000): here, inside the writer,
      * where every queued message waits for the copy and the database
      * file's fsync. At 5,000 messages a second that was 24 times a second

@@ -464,7 +464,6 @@ static void allow_header(http_req *r, unsigned allowed)
     http_add_header(r, "Allow", buf);
 }
 
-/* The route's sign-in check (AUTH, ADMIN or BASIC); false after answering. */
 /* The answer a check gives unless it says otherwise: set for every signed-in
  * request, so copied rather than formatted (two vsnprintf calls were 2.5%
  * of a loop's instructions in bench/chat). */
@@ -479,6 +478,7 @@ static void err_preset(http_err *e, int status, const char *code, const char *me
     e->message[n] = '\0';
 }
 
+/* The route's sign-in check (AUTH, ADMIN or BASIC); false after answering. */
 static bool route_signed_in(http_server *srv, const router_route *route, http_req *r)
 {
     http_err e;
