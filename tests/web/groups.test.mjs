@@ -41,7 +41,9 @@ await run('groups', async ({ server, browser }) => {
   await C.page.locator(`[data-conv="${convId}"]`).waitFor();
   assert(names(await membersOf(ann.token)) === 'Ann,Bob,Carol', 'three in the API');
 
-  // Remove Bob.
+  // Remove Bob, who has the group open: his open pane says so at once.
+  await B.page.locator(`[data-conv="${convId}"]`).click();
+  await B.page.locator('#conv-title', { hasText: 'Trip' }).waitFor();
   await A.page.getByRole('button', { name: 'Members (3)' }).click();
   dlg = A.page.getByRole('dialog', { name: 'Members of Trip' });
   assert(await dlg.locator('li').count() === 3, 'three listed');
@@ -50,6 +52,8 @@ await run('groups', async ({ server, browser }) => {
   await A.page.getByRole('button', { name: 'Members (2)' }).waitFor();
   assert(names(await membersOf(ann.token)) === 'Ann,Carol', 'Bob removed in the API');
   assert((await membersOf(bob.token)).left === true, 'Bob has left, for Bob');
+  await B.page.getByText('You are no longer in this conversation.').waitFor({ timeout: 5000 });
+  assert(await B.page.locator('#msg-input').isDisabled(), 'the open pane stops sending');
 
   // Bob's pane says so and cannot send.
   await B.page.locator(`[data-conv="${convId}"]`).click();

@@ -33,8 +33,11 @@ export async function render(main, [openId]) {
     drawList();
     setCount('chatUnread', convs.reduce((n, c) => n + (c.left ? 0 : c.unread), 0));
     if (open) {
+      // The open pane follows: its header (members, title), and on removal
+      // or re-adding the whole pane, whose compose box depends on it.
       const c = convs.find(x => x.id === open.id);
-      if (c) open.conv = c;
+      if (c && !!c.left !== !!open.conv.left) openPane(open.id);
+      else if (c) { open.conv = c; drawHeader(); }
     }
   }
   const reloadList = debounce(() => loadList().catch(() => {}), 100);
@@ -268,7 +271,7 @@ export async function render(main, [openId]) {
     const admin = c.members.some(m => m.id === state.me.id && m.role === 'admin');
     modal(`Members of ${title(c)}`, (body, close) => {
       const err = h('p.error', { role: 'alert' });
-      const act = fn => async () => { try { await fn(); close(); await loadList(); if (open) drawHeader(); } catch (x) { err.textContent = x.message; } };
+      const act = fn => async () => { try { await fn(); close(); await loadList(); } catch (x) { err.textContent = x.message; } };
       const add = h('input', { id: 'add-members', placeholder: 'emails, comma separated', 'aria-label': 'Add members' });
       append(body, [h('ul', c.members.map(m => h('li', h('a', { href: '/users/' + m.id, 'data-link': '' }, m.name), m.role === 'admin' ? ' (admin)' : '',
         admin && m.id !== state.me.id ? [' ', h('button.link', { onclick: act(() => del(`/v1/conversations/${c.id}/members/${m.id}`)) }, 'Remove')] : null))),
