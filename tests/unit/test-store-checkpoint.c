@@ -1,0 +1,97 @@
+/* test-store-checkpoint.c -- the SQLite WAL checkpointer: while writes go
+ * on it copies the WAL behind them without reaching its end (a pass that
+ * reaches the end fsyncs the database file, and lets the WAL start over),
+ * and it reaches the end once the writes pause. SQLite only. */
+#include "testutil.h"
+#include "testdb.h"
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "store/store_checkpoint.h"
+
+#define EXEC_OK(s, sql) assert_int_equal(store_exec((s), (sql)), STORE_OK)
+
+/* The WAL-index in the -shm file (SQLite's file format document, "the
+ * WAL-index format"; native byte order): mxFrame, the frames in the WAL,
+ * is the u32 at byte 16 of the header; nBackfill, the frames copied into
+ * the database file, the u32 at byte 96. */
+static void wal_index(const char *dbpath, uint32_t *mx, uint32_t *backfill)
+{
+    char p[800];
+    snprintf(p, sizeof p, "%s-shm", dbpath);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    assert_true(fd >= 0);
+    assert_int_equal(pread(fd, mx, 4, 16), 4);
+    assert_int_equal(pread(fd, backfill, 4, 96), 4);
+    close(fd);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+/* A commit every 5 ms, each a page or so, for 1.5 s: about 60 of the
+ * checkpointer's 25 ms rounds. Copying all it could each round (the
+ * checkpointer before the pin) reached the WAL's end, fsynced the database file and let
+ * the WAL start over before 3 to 18 of the 270 commits here (whenever a
+ * pass fell between two commits). Copying behind the writes, it gets there
+ * only if this thread was held up for a whole round (a loaded machine;
+ * 0 or 1 here): hence a bound, not zero. Then, the writes stopped, the
+ * copy reaches the end. */
+static void test_copies_behind_the_writes(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s;
+    EXEC_OK(s, "CREATE TABLE t (i INTEGER PRIMARY KEY, b BLOB)");
+    store_gate gate;
+    store_gate_init(&gate, true);
+    store_checkpoint *c = store_checkpoint_start(db->url, &gate, "test", "test-ckpt");
+    assert_non_null(c);
+
+    store_stmt *ins = store_prepare(s, "INSERT INTO t (b) VALUES (randomblob(3000))");
+    assert_non_null(ins);
+    uint32_t mx = 0, backfill = 0, most_copied = 0;
+    int at_end = 0, commits = 0;
+    for (int64_t end = base_now_ms() + 1500; base_now_ms() < end; commits++) {
+        wal_index(db->path, &mx, &backfill);
+        if (commits > 0 && backfill == mx) at_end++;
+        if (backfill > most_copied) most_copied = backfill;
+        assert_int_equal(store_step(ins), STORE_DONE);
+        store_reset(ins);
+        sleep_ms(5);
+    }
+    assert_true(commits > 100);
+    if (at_end > 2) fail_msg("the copy had reached the WAL's end before %d of %d commits", at_end, commits);
+    if (most_copied == 0) fail_msg("nothing was copied while the writes went on (%u frames)", mx);
+    uint32_t last = mx;
+
+    bool caught_up = false;
+    for (int i = 0; i < 60 && !caught_up; i++) {
+        sleep_ms(100);
+        wal_index(db->path, &mx, &backfill);
+        caught_up = backfill == mx && mx > 0;
+    }
+    if (!caught_up) fail_msg("the writes stopped 6 s ago and %u of %u frames are copied", backfill, mx);
+
+    /* the copy is whole: the next commit starts the WAL over */
+    assert_int_equal(store_step(ins), STORE_DONE);
+    store_reset(ins);
+    wal_index(db->path, &mx, &backfill);
+    assert_true(mx < last);
+    store_checkpoint_stop(c);
+    store_gate_destroy(&gate);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TESTDB_TEST_SQLITE_RAW(test_copies_behind_the_writes),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
