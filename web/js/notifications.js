@@ -14,7 +14,9 @@ export async function render(main) {
   const markAll = h('button', { onclick: async () => { await post('/v1/notifications/read', { up_to: last }); load(); } }, 'Mark all read');
   main.append(h('h1', 'Notifications'), h('div.row', markAll, perm), list);
 
-  async function load() {
+  // expect: the id of a reminder whose frame just came; true once it is
+  // listed.
+  async function load(expect) {
     // Oldest first by cursor: walk to the end (bounded), show newest first.
     const items = [];
     let after = '0';
@@ -27,15 +29,26 @@ export async function render(main) {
     }
     last = after;
     items.reverse();
-    setCount('noteUnread', items.filter(n => !n.read).length);
+    const missing = expect && !items.some(n => n.id === expect);
+    setCount('noteUnread', items.filter(n => !n.read).length + (missing ? 1 : 0));
     clear(list, items.length ? items.map(n => h('li.card', { class: n.read ? null : 'unread', 'data-note': n.id },
       h('div.row', h('span.grow', `${n.summary || 'Event'} — ${n.original_start ? shortStamp(n.original_start, state.tz) : ''}`),
         h('span.muted', `fired ${shortStamp(n.fired || n.due, state.tz)}${n.late ? ' (late)' : ''}`),
         n.read ? h('span.muted', 'read') : h('button', { onclick: async () => { await post(`/v1/notifications/${n.id}/read`); load(); } }, 'Mark read'))))
       : h('li.muted', 'No notifications yet. Reminders set to "push" land here.'));
+    return !missing;
   }
-  const onReminder = () => load();
+  // On PostgreSQL the inbox lists a row only once every older write
+  // transaction has ended, so the frame can come a moment before the list
+  // shows its reminder: read it again, a few times, until it does.
+  let gone = false;
+  const onReminder = async e => {
+    for (let i = 0; i < 10 && !gone; i++) {
+      if (await load(e.detail.id)) return;
+      await new Promise(ok => setTimeout(ok, 300));
+    }
+  };
   document.addEventListener('chime:reminder', onReminder);
   await load();
-  return () => document.removeEventListener('chime:reminder', onReminder);
+  return () => { gone = true; document.removeEventListener('chime:reminder', onReminder); };
 }
