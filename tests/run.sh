@@ -2,7 +2,8 @@
 # Runs every test: unit tests (sanitizer build), API tests against SQLite and
 # against a throwaway PostgreSQL, and a short pass of every fuzz target over
 # its corpus. Ends with the plain summary line "N passed, N failed".
-# TESTS='pattern' narrows to tests whose name matches.
+# TESTS='pattern' narrows to tests whose name holds it, as text or as a glob
+# (so 'api/test_reminders[sqlite]' works as well as 'api/test_chat*').
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -41,7 +42,7 @@ retryable() {   # log
 running=0
 run_one() {   # name, timeout seconds, command...
   local name=$1 limit=$2; shift 2
-  [ -n "$pattern" ] && [[ "$name" != *$pattern* ]] && return
+  [ -n "$pattern" ] && [[ "$name" != *"$pattern"* && "$name" != *$pattern* ]] && return
   while [ "$running" -ge "$jobs" ]; do wait -n 2>/dev/null; running=$((running - 1)); done
   running=$((running + 1))
   (
