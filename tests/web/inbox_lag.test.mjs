@@ -6,7 +6,7 @@
 // played once at the network (the server runs on SQLite, where the row is
 // listed at once): the page must still come to show the reminder, and the
 // unread count with it.
-import { run, context, assert, noErrors } from './lib.mjs';
+import { run, context, assert, noErrors, pushReminderSoon } from './lib.mjs';
 
 await run('inbox_lag', async ({ server, browser }) => {
   const ann = await server.user('Ann');
@@ -30,16 +30,7 @@ await run('inbox_lag', async ({ server, browser }) => {
   });
   armed = true;
 
-  const start = new Date(Date.now() + 68000);
-  start.setUTCMilliseconds(0);
-  const end = new Date(start.getTime() + 15 * 60000);
-  const ev = await server.api('POST', '/v1/events', {
-    summary: 'Standup now',
-    start: { date_time: start.toISOString().replace('.000', ''), time_zone: 'UTC' },
-    end: { date_time: end.toISOString().replace('.000', ''), time_zone: 'UTC' },
-    reminders: [{ method: 'push', minutes_before: 1 }],
-  }, ann.token);
-  assert(ev.status === 201, ev.text);
+  await pushReminderSoon(server, ann.token, 'Standup now');
 
   await page.locator('.toast.reminder', { hasText: 'Reminder: Standup now' }).waitFor({ timeout: 30000 });
   await page.locator('#notifications li.unread', { hasText: 'Standup now' }).waitFor({ timeout: 5000 });

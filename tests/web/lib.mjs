@@ -146,3 +146,20 @@ export async function run(name, body, { args = [] } = {}) {
 
 // Two-digit helpers for wall times.
 export const pad = n => String(n).padStart(2, '0');
+
+// Creates a 15-minute event starting about 68 s from now (whole seconds,
+// UTC) with a push reminder a minute before it, so the reminder is due in
+// about 8 s. Returns the due time in ms.
+export async function pushReminderSoon(server, token, summary) {
+  const start = new Date(Date.now() + 68000);
+  start.setUTCMilliseconds(0);
+  const end = new Date(start.getTime() + 15 * 60000);
+  const ev = await server.api('POST', '/v1/events', {
+    summary,
+    start: { date_time: start.toISOString().replace('.000', ''), time_zone: 'UTC' },
+    end: { date_time: end.toISOString().replace('.000', ''), time_zone: 'UTC' },
+    reminders: [{ method: 'push', minutes_before: 1 }],
+  }, token);
+  assert(ev.status === 201, ev.text);
+  return start.getTime() - 60000;
+}

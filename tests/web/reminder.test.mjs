@@ -1,7 +1,7 @@
 // A push reminder pops up in the open page the moment it fires (the
 // WebSocket's reminder frame), then shows in the notification list, where
 // it can be marked read.
-import { run, context, assert, noErrors, shot } from './lib.mjs';
+import { run, context, assert, noErrors, shot, pushReminderSoon } from './lib.mjs';
 
 await run('reminder', async ({ server, browser }) => {
   const ann = await server.user('Ann');
@@ -12,17 +12,7 @@ await run('reminder', async ({ server, browser }) => {
   await page.waitForFunction(() => performance.getEntriesByType('resource').some(e => e.name.includes('/v1/ws/tickets')));
   await page.waitForTimeout(300);
 
-  const start = new Date(Date.now() + 68000);
-  start.setUTCMilliseconds(0);
-  const end = new Date(start.getTime() + 15 * 60000);
-  const ev = await server.api('POST', '/v1/events', {
-    summary: 'Standup now',
-    start: { date_time: start.toISOString().replace('.000', ''), time_zone: 'UTC' },
-    end: { date_time: end.toISOString().replace('.000', ''), time_zone: 'UTC' },
-    reminders: [{ method: 'push', minutes_before: 1 }],
-  }, ann.token);
-  assert(ev.status === 201, ev.text);
-  const due = start.getTime() - 60000;
+  const due = await pushReminderSoon(server, ann.token, 'Standup now');
 
   const toast = page.locator('.toast.reminder', { hasText: 'Reminder: Standup now' });
   await toast.waitFor({ timeout: 30000 });
