@@ -12,7 +12,9 @@ Phases (each prints a JSON line from chatload, then a summary):
   group  a 500-member group (chime) / MUC room (ejabberd): one sender,
          --rounds messages; time until the last other member has it.
 ejabberd runs twice per phase: without an archive, and with mod_mam on
-SQL (SQLite, default: always), restarted between the two.
+SQL (SQLite, default: always), restarted between the two. The pairs and
+group phases run one server at a time: the others wait until idle and are
+then stopped (SIGSTOP) until the phase ends.
 """
 import argparse
 import json
