@@ -13,8 +13,8 @@ Phases (each prints a JSON line from chatload, then a summary):
          --rounds messages; time until the last other member has it.
 ejabberd runs twice per phase: without an archive, and with mod_mam on
 SQL (SQLite, default: always), restarted between the two. The pairs and
-group phases run one server at a time: the others wait until idle and are
-then stopped (SIGSTOP) until the phase ends.
+group phases run one server at a time: the others wait until idle, and
+ejabberd is stopped (SIGSTOP) while chime's phase runs.
 """
 import argparse
 import json
@@ -358,11 +358,15 @@ def run_load(srv, d, mode, extra, timeout, others=()):
     a0 = archived(srv)
     settle([o for o in others if o is not srv])
     args = [LOAD, mode, "--proto", srv.proto, "--port", str(srv.port), "--users", users_file(srv, d)] + extra
-    # The other servers are stopped (SIGSTOP) for the phase and go on after
-    # it. Settled is not enough: ejabberd's idle Erlang VM still wakes its
-    # schedulers, and on 2 cores what it takes showed in chime's p99 (full
-    # runs 8.9-12.3 ms at 5,000/s where chime alone measured 7.7-7.9).
-    paused = [o.pid for o in others if o is not None and o is not srv and getattr(o, "pid", None)]
+    # ejabberd, when it is not the one measured, is stopped (SIGSTOP) for
+    # the phase and goes on after it. Settled is not enough: its idle
+    # Erlang VM still wakes its schedulers, and on 2 cores what it takes
+    # showed in chime's p99 (full runs 8.9-12.3 ms at 5,000/s where chime
+    # alone measured 7.7-7.9). chime is not stopped: idle it takes next to
+    # nothing, and stopped past its lease TTL it lost its leases and took
+    # them back in its own next phase (one run's p99 went to 70 ms).
+    paused = [o.pid for o in others
+              if o is not None and o is not srv and o.proto != "chime" and getattr(o, "pid", None)]
     for p in paused:
         os.kill(p, signal.SIGSTOP)
     try:
