@@ -13,12 +13,6 @@
 #include "jobs/jobs.h"
 #include "cluster/lease.h"
 
-static void nap_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static int64_t q(store *s, const char *sql)
 {
     int64_t v = -1;

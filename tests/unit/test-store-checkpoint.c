@@ -7,13 +7,10 @@
 
 #include <fcntl.h>
 #include <stdint.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/base.h"
 #include "store/store_checkpoint.h"
-
-#define EXEC_OK(s, sql) assert_int_equal(store_exec((s), (sql)), STORE_OK)
 
 /* The WAL-index in the -shm file (SQLite's file format document, "the
  * WAL-index format"; native byte order): mxFrame, the frames in the WAL,
@@ -30,20 +27,14 @@ static void wal_index(const char *dbpath, uint32_t *mx, uint32_t *backfill)
     close(fd);
 }
 
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
-}
-
 /* A commit every 5 ms, each a page or so, for 1.5 s: about 60 of the
  * checkpointer's 25 ms rounds. Copying all it could each round (the
- * checkpointer before the pin) reached the WAL's end, fsynced the database file and let
- * the WAL start over before 3 to 18 of the 270 commits here (whenever a
- * pass fell between two commits). Copying behind the writes, it gets there
- * only if this thread was held up for a whole round (a loaded machine;
- * 0 or 1 here): hence a bound, not zero. Then, the writes stopped, the
- * copy reaches the end. */
+ * checkpointer before the pin) reached the WAL's end, fsynced the database
+ * file and let the WAL start over before 3 to 18 of the 270 commits here
+ * (whenever a pass fell between two commits). Copying behind the writes,
+ * it gets there only if this thread was held up for a whole round (a
+ * loaded machine; 0 or 1 here): hence a bound, not zero. Then, the writes
+ * stopped, the copy reaches the end. */
 static void test_copies_behind_the_writes(void **state)
 {
     testdb *db = *state;
@@ -64,7 +55,7 @@ static void test_copies_behind_the_writes(void **state)
         if (backfill > most_copied) most_copied = backfill;
         assert_int_equal(store_step(ins), STORE_DONE);
         store_reset(ins);
-        sleep_ms(5);
+        nap_ms(5);
     }
     assert_true(commits > 100);
     if (at_end > 2) fail_msg("the copy had reached the WAL's end before %d of %d commits", at_end, commits);
@@ -73,7 +64,7 @@ static void test_copies_behind_the_writes(void **state)
 
     bool caught_up = false;
     for (int i = 0; i < 60 && !caught_up; i++) {
-        sleep_ms(100);
+        nap_ms(100);
         wal_index(db->path, &mx, &backfill);
         caught_up = backfill == mx && mx > 0;
     }

@@ -12,8 +12,6 @@
 
 #include "store/store.h"
 
-#define EXEC_OK(s, sql) assert_int_equal(store_exec((s), (sql)), STORE_OK)
-
 static int64_t query_int(store *s, const char *sql)
 {
     int64_t v = -12345;

@@ -11,8 +11,6 @@
 
 #include "store/store.h"
 
-#define EXEC_OK(s, sql) assert_int_equal(store_exec((s), (sql)), STORE_OK)
-
 static store_stmt *prep(store *s, const char *sql)
 {
     store_stmt *st = store_prepare(s, sql);

@@ -33,6 +33,9 @@
 #include "schema.h"
 #include "store/store.h"
 
+/* A statement that must succeed. */
+#define EXEC_OK(s, sql) assert_int_equal(store_exec((s), (sql)), STORE_OK)
+
 typedef struct testdb {
     store_backend backend;
     store *s;                  /* open on the fresh database */

@@ -16,11 +16,12 @@ await run('inbox_lag', async ({ server, browser }) => {
   await page.waitForFunction(() => performance.getEntriesByType('resource').some(e => e.name.includes('/v1/ws/tickets')));
   await page.waitForTimeout(300);
 
-  // The first list read after the frame answers as PostgreSQL does while
-  // an older transaction is still open: without the new row.
-  let held = 0, armed = false;
+  // The first list read from here on, the one the frame sets off, answers
+  // as PostgreSQL does while an older transaction is still open: without
+  // the new row.
+  let held = 0;
   await page.route('**/v1/notifications?*', async route => {
-    if (!armed || held > 0) return route.continue();
+    if (held > 0) return route.continue();
     held++;
     const resp = await route.fetch();
     const body = await resp.json();
@@ -28,7 +29,6 @@ await run('inbox_lag', async ({ server, browser }) => {
     if (!body.items.length) body.next = new URL(route.request().url()).searchParams.get('after');
     return route.fulfill({ response: resp, json: body });
   });
-  armed = true;
 
   await pushReminderSoon(server, ann.token, 'Standup now');
 
