@@ -15,8 +15,12 @@ ejabberd runs twice per phase: without an archive, and with mod_mam on
 SQL (SQLite, default: always), restarted between the two. The pairs and
 group phases run one server at a time: the others wait until idle, and
 ejabberd is stopped (SIGSTOP) while chime's phase runs.
+--reminders N adds N in-app reminders due during each of chime's pairs
+phases (written into its database as bench/reminders does): chat and
+reminders on one node, one SQLite file, and each one's lateness.
 """
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -26,6 +30,7 @@ import resource
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -38,6 +43,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 CHIME = os.environ.get("CHIME_BIN") or os.path.join(ROOT, "build/chime")  # CHIME_BIN=path: another build, for A/B runs
 LOAD = os.path.join(ROOT, "build/bench/chatload")
 PY = "/usr/bin/python3"
+REMINDER_LEAD_S = 2.0  # --reminders: chatload's connecting before its warm-up
 SRCS = ",".join("127.0.0.%d" % i for i in range(2, 10))  # client source addresses
 
 
@@ -393,6 +399,41 @@ def run_load(srv, d, mode, extra, timeout, others=()):
     return res
 
 
+def seed_reminders(srv, d, a, phase):
+    """a.reminders in-app reminders of 1,000 organizers, due evenly over
+    the pairs phase's measured seconds (they start --warmup s after
+    chatload, plus REMINDER_LEAD_S for its connecting), written into
+    chime's database as bench/reminders does. Returns (base, first due,
+    span, count) for reminder_lateness."""
+    spec = importlib.util.spec_from_file_location("rbench", os.path.join(ROOT, "bench", "reminders", "bench.py"))
+    rbench = importlib.util.module_from_spec(spec)  # bench/reminders/bench.py: seed_sql
+    spec.loader.exec_module(rbench)
+    base = 10000000 * (phase + 1)
+    t0 = int(time.time() * 1000 + (REMINDER_LEAD_S + a.warmup) * 1000)
+    con = sqlite3.connect(os.path.join(d, "chime.db"), timeout=60)
+    for stmt in rbench.seed_sql(a.reminders, 1024, t0, int(a.seconds), False, base=base):
+        con.execute(stmt)
+    con.commit()
+    con.close()
+    return base, t0, int(a.seconds) * 1000, a.reminders
+
+
+def reminder_lateness(d, base, t0, span_ms, n):
+    """Fire time minus due time of the reminders seed_reminders wrote,
+    read once the last is 5 s overdue."""
+    time.sleep(max(0.0, (t0 + span_ms + 5000) / 1000 - time.time()))
+    con = sqlite3.connect(os.path.join(d, "chime.db"), timeout=60)
+    try:
+        late = sorted(r[0] for r in con.execute(
+            "SELECT n.fired_ms - n.due_ms FROM notifications n JOIN users u ON u.id = n.user_id "
+            "WHERE u.id BETWEEN ? AND ?", (base + 1000000, base + 1000999)))
+    finally:
+        con.close()
+    pick = lambda q: late[min(len(late) - 1, int(len(late) * q))] if late else None
+    return {"n": len(late), "missing": n - len(late), "p50": pick(0.5), "p99": pick(0.99),
+            "max": late[-1] if late else None, "first_due_ms": t0}
+
+
 def idle(srv, d, n, procs, label, probe=0):
     """n connections from procs client processes; server RSS per connection,
     against the RSS the process had before its first idle phase (memory
@@ -489,6 +530,9 @@ def main():
     ap.add_argument("--phases", default="idle,pairs,group")
     ap.add_argument("--threads", type=int, default=0, help="chime --threads (0: one per core)")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    ap.add_argument("--reminders", type=int, default=0,
+                    help="chime: this many in-app reminders (a multiple of 1000) due during each pairs phase, "
+                         "fired by the same server into the same database; their lateness is reported")
     a = ap.parse_args()
     phases = a.phases.split(",")
     rates = [float(x) for x in a.rates.split(",")]
@@ -556,7 +600,13 @@ def main():
                                  "--warmup", "%g" % a.warmup, "--drain", "%g" % a.drain]
                         if srv.proto == "chime":
                             extra += ["--convs", os.path.join(d, "chime_convs.txt")]
+                        due = None
+                        if srv.proto == "chime" and a.reminders:
+                            due = seed_reminders(srv, d, a, len(results))
                         r = run_load(srv, d, "pairs", extra, timeout=600, others=(chime, ej))
+                        if due:
+                            r["reminders"] = reminder_lateness(d, *due)
+                            log("  reminders during the phase: %s" % json.dumps(r["reminders"]))
                         r["rep"] = rep
                         results.append(r)
             if "group" in phases:

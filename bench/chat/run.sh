@@ -11,7 +11,10 @@
 #   - a 500-member group / MUC room: time until the last member has it.
 # Prints the settings, the machine, the load average and the ratios.
 # Options go to bench.py (--users, --idle, --no-max, --pairs, --rates,
-# --seconds, --rounds, --repeat, --only chime|ejabberd, --phases, --keep).
+# --seconds, --rounds, --repeat, --only chime|ejabberd, --phases, --keep,
+# --reminders N: N in-app reminders due during each of chime's pairs
+# phases, fired by the same process into the same database; their
+# lateness is printed beside the chat's).
 # CHIME_BIN=path runs another chime build (A/B runs; it is not rebuilt).
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -64,17 +64,20 @@ def timeline(rows, t0):
             k * 5, len(v), percentile(v, 0.5), percentile(v, 0.99), v[-1]), flush=True)
 
 
-def seed_sql(n, shards, t0, seconds, pg, method="push", hook=None):
+def seed_sql(n, shards, t0, seconds, pg, method="push", hook=None, base=0):
     """Statements that write ORGS users, calendars and events and n
     reminders due over [t0, t0 + seconds) (SQL both backends take); for
-    method "webhook", one endpoint per organizer at the URL hook."""
+    method "webhook", one endpoint per organizer at the URL hook. base
+    offsets every id and e-mail, so that a second seeding of the same
+    database (bench/chat, one per phase) does not collide."""
     per = n // ORGS
-    orgs = ",".join("(%d, %d, %d)" % (i, 1000000 + i, shard_of(1000000 + i, shards)) for i in range(ORGS))
+    orgs = ",".join("(%d, %d, %d)" % (base + i, base + 1000000 + i, shard_of(base + 1000000 + i, shards))
+                    for i in range(ORGS))
     span = seconds * 1000
     ks = ("CREATE TEMP TABLE ks AS SELECT CAST(generate_series(0, %d) AS BIGINT) AS k" % (per - 1) if pg else
           "CREATE TEMP TABLE ks AS WITH RECURSIVE c(k) AS (SELECT 0 UNION ALL SELECT k + 1 FROM c WHERE k < %d) "
           "SELECT k FROM c" % (per - 1))
-    due = "%d + (ks.k * %d + o.i) * %d / %d" % (t0, ORGS, span, n)
+    due = "%d + (ks.k * %d + o.i - %d) * %d / %d" % (t0, ORGS, base, span, n)
     return [
         ks,
         "CREATE TEMP TABLE orgs AS SELECT column1 AS i, column2 AS u, column3 AS sh FROM (VALUES %s) v" % orgs,
@@ -88,8 +91,8 @@ def seed_sql(n, shards, t0, seconds, pg, method="push", hook=None):
         "DELETE FROM reminder_dirty",
         # reminder k of organizer i is due at t0 + (k * ORGS + i) * span / n
         "INSERT INTO reminders (id, event_id, user_id, method, minutes_before, shard, single, floor_ms, "
-        "next_fire_ms, occurrence_ms, start_ms) SELECT ks.k * %d + o.i + 1, 3000000 + o.i, o.u, "
-        "'%s', ks.k, o.sh, 1, 0, %s, %s, 0 FROM orgs o CROSS JOIN ks" % (ORGS, method, due, due),
+        "next_fire_ms, occurrence_ms, start_ms) SELECT %d + ks.k * %d + o.i + 1, 3000000 + o.i, o.u, "
+        "'%s', ks.k, o.sh, 1, 0, %s, %s, 0 FROM orgs o CROSS JOIN ks" % (base * per, ORGS, method, due, due),
     ] + ([] if method != "webhook" else [
         "INSERT INTO webhooks (id, user_id, url, secret, created_ms) SELECT 4000000 + i, u, '%s', 'bench', 0 "
         "FROM orgs" % hook])

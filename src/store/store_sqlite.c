@@ -1,5 +1,6 @@
 /* store_sqlite.c -- the embedded backend: one sqlite3 connection per store,
- * WAL journal, 5 s busy timeout, foreign keys on.
+ * WAL journal, 5 s busy timeout, foreign keys on. Writers of one process
+ * queue for the file in store_sqlite_lock.c before they meet SQLite's lock.
  *
  * Transactions follow PostgreSQL's rule: once a statement fails inside a
  * transaction, the transaction is aborted -- further statements fail and
@@ -8,25 +9,38 @@
  * PostgreSQL; this way both backends behave alike.
  */
 #include "store/store_int.h"
+#include "store/store_sqlite_lock.h"
+
+#include "base/base.h"
 
 #include <errno.h>
+#include <ctype.h>
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
+
+/* How long a writer queues for the file, in this process and then in
+ * SQLite's busy handler (each). */
+#define SQ_BUSY_MS 5000
 
 typedef struct sqlite_store {
     store base;
     sqlite3 *db;
     bool tx_failed;            /* a statement failed in the open transaction */
+    sqlite_wlock *wlock;       /* the file's writer queue; NULL in memory */
+    bool wlocked;              /* held for the open write transaction */
 } sqlite_store;
 
 typedef struct sqlite_stmt {
     store_stmt base;
     sqlite3_stmt *vm;
     bool readonly;
+    bool writes;               /* a change outside a transaction queues (not PRAGMAs) */
+    bool wlocked;              /* held while this statement runs on its own */
     int64_t total_before;      /* sqlite3_total_changes64 when execution began */
 } sqlite_stmt;
 
@@ -66,6 +80,35 @@ static int check_not_aborted(store *s)
     return STORE_OK;
 }
 
+/* Queues for the file, then leaves SQLite's lock what is left of the
+ * busy timeout, so the whole wait is bounded as it was before the queue.
+ * True if it shortened the busy timeout: busy_restore after the lock. */
+static bool wlock_take(sqlite3 *db, sqlite_wlock *l, bool *held)
+{
+    if (!l || *held) return false;
+    int64_t t0 = base_now_ms();
+    *held = sqlite_wlock_lock(l, SQ_BUSY_MS);
+    int64_t waited = base_now_ms() - t0;
+    if (waited <= 0) return false;
+    sqlite3_busy_timeout(db, waited < SQ_BUSY_MS ? SQ_BUSY_MS - (int)waited : 1);
+    return true;
+}
+
+static void busy_restore(sqlite3 *db)
+{
+    sqlite3_busy_timeout(db, SQ_BUSY_MS);
+}
+
+/* Once the transaction is over (committed, rolled back, or ended by
+ * SQLite itself), the next writer goes. */
+static void wlock_drop_if_done(sqlite_store *ss)
+{
+    if (ss->wlocked && sqlite3_get_autocommit(ss->db)) {
+        ss->wlocked = false;
+        sqlite_wlock_unlock(ss->wlock);
+    }
+}
+
 static int raw_exec(store *s, const char *sql)
 {
     char *msg = NULL;
@@ -89,8 +132,13 @@ static int sq_begin(store *s)
 {
     if (!sqlite3_get_autocommit(DB(s)))
         return store_fail(s, STORE_ERROR, "store_begin: already in a transaction");
-    ((sqlite_store *)s)->tx_failed = false;
-    return raw_exec(s, "BEGIN IMMEDIATE");
+    sqlite_store *ss = (sqlite_store *)s;
+    ss->tx_failed = false;
+    bool shortened = wlock_take(ss->db, ss->wlock, &ss->wlocked);
+    int rc = raw_exec(s, "BEGIN IMMEDIATE");
+    if (shortened) busy_restore(ss->db);
+    wlock_drop_if_done(ss);
+    return rc;
 }
 
 /* A failed COMMIT leaves SQLite's transaction open (PostgreSQL ends it);
@@ -110,21 +158,26 @@ static int sq_commit(store *s)
         memcpy(s->err, keep, sizeof keep);
     }
     ss->tx_failed = false;
+    wlock_drop_if_done(ss);
     return rc;
 }
 
 /* SQLite rolls back by itself on some errors; rolling back nothing is fine. */
 static int sq_rollback(store *s)
 {
-    ((sqlite_store *)s)->tx_failed = false;
-    if (sqlite3_get_autocommit(DB(s)))
-        return STORE_OK;
-    return raw_exec(s, "ROLLBACK");
+    sqlite_store *ss = (sqlite_store *)s;
+    ss->tx_failed = false;
+    int rc = sqlite3_get_autocommit(ss->db) ? STORE_OK : raw_exec(s, "ROLLBACK");
+    wlock_drop_if_done(ss);
+    return rc;
 }
 
 static void sq_close(store *s)
 {
-    sqlite3_close_v2(DB(s));
+    sqlite_store *ss = (sqlite_store *)s;
+    sqlite3_close_v2(ss->db);
+    if (ss->wlocked) sqlite_wlock_unlock(ss->wlock);
+    sqlite_wlock_release(ss->wlock);
     free(s);
 }
 
@@ -175,11 +228,25 @@ static store_stmt *sq_stmt_new(store *s, const char *sql, int nparams)
     }
     free(text);
     st->readonly = sqlite3_stmt_readonly(st->vm) != 0;
+    /* A PRAGMA is not a change to queue for: wal_checkpoint, above all,
+     * must run beside the writers, not between them. */
+    const char *p = sql;
+    while (isspace((unsigned char)*p)) p++;
+    st->writes = !st->readonly && strncasecmp(p, "PRAGMA", 6) != 0;
     return &st->base;
+}
+
+/* A change run outside a transaction queues for the file while it runs. */
+static void stmt_wlock_drop(sqlite_stmt *ss)
+{
+    if (!ss->wlocked) return;
+    ss->wlocked = false;
+    sqlite_wlock_unlock(((sqlite_store *)ss->base.s)->wlock);
 }
 
 static void sq_stmt_free(store_stmt *st)
 {
+    stmt_wlock_drop((sqlite_stmt *)st);
     sqlite3_finalize(VM(st));
     store_stmt_base_free(st);
     free(st);
@@ -229,9 +296,14 @@ static int sq_step(store_stmt *st)
             return rc;
         ss->total_before = sqlite3_total_changes64(DB(st->s));
     }
+    sqlite_store *conn = (sqlite_store *)st->s;
+    bool shortened = st->state == STORE_ST_READY && ss->writes && sqlite3_get_autocommit(conn->db) &&
+                     wlock_take(conn->db, conn->wlock, &ss->wlocked);
     int rc = sqlite3_step(ss->vm);
+    if (shortened) busy_restore(conn->db);
     if (rc == SQLITE_ROW)
         return STORE_ROW;
+    stmt_wlock_drop(ss);
     if (rc == SQLITE_DONE) {
         st->changes = statement_changes(ss);
         return STORE_DONE;
@@ -243,6 +315,7 @@ static void sq_reset(store_stmt *st)
 {
     sqlite_stmt *ss = (sqlite_stmt *)st;
     sqlite3_reset(ss->vm);
+    stmt_wlock_drop(ss);
     /* INSERT ... RETURNING read for one row and reset: the change count is
      * only final once the statement has run to completion or been reset. */
     if (st->state == STORE_ST_ROW)
@@ -362,7 +435,7 @@ store *store_sqlite_open(const char *path, char *err, size_t errlen)
         goto fail;
     }
     sqlite3_extended_result_codes(ss->db, 1);
-    sqlite3_busy_timeout(ss->db, 5000);
+    sqlite3_busy_timeout(ss->db, SQ_BUSY_MS);
     /* synchronous=FULL: with WAL, NORMAL survives a crash of the process
      * but may lose the last commits to a power cut; an acknowledged
      * reminder, message or post must survive both. */
@@ -376,6 +449,7 @@ store *store_sqlite_open(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "sqlite: %s: database is read-only", path);
         goto fail;
     }
+    ss->wlock = sqlite_wlock_for(sqlite3_db_filename(ss->db, "main"));
     return s;
 fail:
     sqlite3_close_v2(ss->db);
