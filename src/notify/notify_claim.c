@@ -37,7 +37,15 @@ typedef struct notify_due_row {
     bool single;
     char method[8];
     char *summary;
+    int64_t organizer; /* the event's creator: the calendar's owner */
 } notify_due_row;
+
+/* A reminder of an event someone else organizes (an invitation): it
+ * draws on the recipient's budget for invitations (notify_budget.c). */
+static bool due_row_invited(const notify_due_row *r)
+{
+    return r->user_id != r->organizer;
+}
 
 /* The floor a row keeps after firing at fire: only fire times after it
  * count, so the next is at least the minimum interval later -- stored,
@@ -327,6 +335,9 @@ static const char *const claim_states[] = {"pending", "missed", "done", "dropped
 /* What a dropped_quota row says (its last_error). */
 static const char *claim_dropped_why(const notify_claim_del *d)
 {
+    if (due_row_invited(d->r))
+        return d->dropped == NOTIFY_SUPPRESS_DAY_QUOTA ? "over the recipient's delivery budget for invitations for the day"
+                                                       : "over the recipient's delivery budget for invitations for the hour";
     return d->dropped == NOTIFY_SUPPRESS_DAY_QUOTA ? "over the recipient's delivery budget for the day"
                                                    : "over the recipient's delivery budget for the hour";
 }
@@ -410,9 +421,11 @@ static int claim_row_deliveries(notify_engine *e, notify_claim_dels *list, const
     return STORE_OK;
 }
 
-/* A delivery row by recipient, then claim order: a recipient's run. */
+/* A delivery row by recipient and budget (its own events', then
+ * invitations'), then claim order: a budget's run. */
 typedef struct claim_key {
     int64_t user;
+    bool invited;
     size_t pos;
 } claim_key;
 
@@ -420,7 +433,13 @@ static int by_recipient(const void *a, const void *b)
 {
     const claim_key *x = a, *y = b;
     if (x->user != y->user) return x->user < y->user ? -1 : 1;
+    if (x->invited != y->invited) return x->invited ? 1 : -1;
     return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static bool same_budget(const claim_key *x, const claim_key *y)
+{
+    return x->user == y->user && x->invited == y->invited;
 }
 
 /* Asks each recipient's budget for its deliveries (notify_budget.c); those
@@ -433,12 +452,12 @@ static int claim_budget(notify_engine *e, store *db, notify_claim_dels *b)
     size_t m = 0, nreq = 0;
     int rc = keys && reqs ? STORE_OK : STORE_ERROR;
     for (size_t i = 0; rc == STORE_OK && i < b->n; i++)
-        if (b->v[i].fate != FATE_MISSED) keys[m++] = (claim_key){b->v[i].r->user_id, i};
+        if (b->v[i].fate != FATE_MISSED) keys[m++] = (claim_key){b->v[i].r->user_id, due_row_invited(b->v[i].r), i};
     if (rc == STORE_OK) qsort(keys, m, sizeof *keys, by_recipient);
     for (size_t k = 0; rc == STORE_OK && k < m; k++) {
         const notify_due_row *r = b->v[keys[k].pos].r;
-        if (nreq == 0 || reqs[nreq - 1].user_id != r->user_id)
-            reqs[nreq++] = (notify_budget_req){.user_id = r->user_id, .due_ms = r->next_fire};
+        if (k == 0 || !same_budget(&keys[k - 1], &keys[k]))
+            reqs[nreq++] = (notify_budget_req){.user_id = r->user_id, .invited = keys[k].invited, .due_ms = r->next_fire};
         notify_budget_req *q = &reqs[nreq - 1];
         q->want++;
         if (r->next_fire > q->due_ms) q->due_ms = r->next_fire;
@@ -447,7 +466,7 @@ static int claim_budget(notify_engine *e, store *db, notify_claim_dels *b)
     /* Both lists are in recipient order: walk them together. */
     for (size_t k = 0, q = 0, used = 0; rc == STORE_OK && k < m; k++, used++) {
         notify_claim_del *d = &b->v[keys[k].pos];
-        if (k > 0 && keys[k - 1].user != keys[k].user) q++, used = 0;
+        if (k > 0 && !same_budget(&keys[k - 1], &keys[k])) q++, used = 0;
         if ((int)used < reqs[q].kept) continue;
         d->fate = FATE_DROPPED;
         d->late = false;
@@ -565,7 +584,7 @@ static void rows_free(notify_due_row *rows, size_t n)
     for (size_t i = 0; i < n; i++) free(rows[i].summary);
 }
 
-/* Reads a due row from st's columns at..at+8. */
+/* Reads a due row from st's columns at..at+9. */
 static void due_row_read(store_stmt *st, int at, notify_due_row *r)
 {
     r->id = store_col_int64(st, at);
@@ -577,11 +596,12 @@ static void due_row_read(store_stmt *st, int at, notify_due_row *r)
     r->next_fire = store_col_int64(st, at + 6);
     r->occurrence = store_col_int64(st, at + 7);
     r->summary = strdup(store_col_text(st, at + 8));
+    r->organizer = store_col_int64(st, at + 9);
 }
 
 #define DUE_COLS                                                                                           \
     "r.id, r.event_id, r.user_id, r.method, r.minutes_before, r.single, r.next_fire_ms, r.occurrence_ms, " \
-    "e.summary FROM reminders r JOIN events e ON e.id = r.event_id "
+    "e.summary, e.created_by FROM reminders r JOIN events e ON e.id = r.event_id "
 
 /* SQLite: one shard at a time, each a seek on (shard, next_fire_ms) -- a
  * range of shards would scan every row of the group; in-process, the

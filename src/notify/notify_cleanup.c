@@ -82,8 +82,8 @@ int notify_cleanup_job(jobs_run *r, void *arg)
                                            now - o->keep_ms, 1000, &deliveries) != 0)
         return -1;
     /* A budget row of a day gone counts nothing any more. */
-    if (jobs_run_batches(r, "DELETE FROM delivery_budget WHERE user_id IN (SELECT user_id FROM delivery_budget "
-                            "WHERE day_ms < $1 LIMIT $2)", now - 86400000, 1000, &budgets) != 0)
+    if (jobs_run_batches(r, "DELETE FROM delivery_budget WHERE (user_id, invited) IN (SELECT user_id, invited "
+                            "FROM delivery_budget WHERE day_ms < $1 LIMIT $2)", now - 86400000, 1000, &budgets) != 0)
         return -1;
     if (pruned || deliveries || budgets)
         log_info("job %s: pruned %lld read inbox row(s) over the cap, %lld finished deliveries, %lld budget row(s) "

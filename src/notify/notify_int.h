@@ -156,6 +156,7 @@ bool notify_claim_all(notify_engine *e, store *db, int64_t *next_beat);
  * (else the hourly) is what ran out. */
 typedef struct notify_budget_req {
     int64_t user_id, due_ms;
+    bool invited; /* the budget for others' events, not the user's own */
     int want, kept;
     bool by_day;
 } notify_budget_req;

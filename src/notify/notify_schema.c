@@ -226,6 +226,23 @@ static const store_migration notify_steps[] = {
     /* notify.cleanup finds done deliveries past --deliveries-keep-days by
      * age (the other end states have deliveries_ended). */
     {24, "deliveries_done_age", "CREATE INDEX deliveries_done ON deliveries(updated_ms) WHERE state = 'done'", NULL},
+    /* Two budgets a recipient: reminders of events it organizes, and of
+     * events it is invited to (invited = 1), so that invitations from
+     * others cannot use up what its own reminders need. The counts start
+     * again (they are for the current hour and day only). */
+    {25, "delivery_budgets_invited",
+     "DROP TABLE delivery_budget;"
+     "CREATE TABLE delivery_budget ("
+     " user_id BIGINT NOT NULL,"
+     " invited INTEGER NOT NULL,"
+     " hour_ms BIGINT NOT NULL,"
+     " hour_n BIGINT NOT NULL,"
+     " day_ms BIGINT NOT NULL,"
+     " day_n BIGINT NOT NULL,"
+     " asked BIGINT NOT NULL,"
+     " kept BIGINT NOT NULL,"
+     " PRIMARY KEY (user_id, invited))",
+     NULL},
 };
 
 int notify_schema_add(store_schema *s)

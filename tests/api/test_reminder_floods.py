@@ -8,6 +8,8 @@ without limit.
   (--deliveries-per-user-hour / -day, default 1000 / 10000): what exceeds
   it is recorded dropped_quota in the outbox, shown to the user
   (GET /v1/me/deliveries?state=dropped_quota) and to the admin, never sent.
+  Reminders of events others organize (invitations) have a budget of
+  their own, so a flood of invitations cannot crowd out the user's own.
 - Stored inbox rows per user are capped (--inbox-max-per-user, default
   10000): the cleanup job prunes the oldest read ones.
 - /metrics counts each by reason."""
@@ -137,14 +139,14 @@ class TestDayBudget(FloodTest):
         self.assertGreaterEqual(suppressed(self.server, "day_quota"), 2)
 
 
-def vcal_many(n, start):
+def vcal_many(n, start, attendee=None):
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(start))
     end = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(start + 60))
     lines = ["BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//test//EN"]
     for i in range(n):
         lines += ["BEGIN:VEVENT", "UID:flood-%d@test" % i, "DTSTAMP:20260101T000000Z", "DTSTART:" + stamp,
-                  "DTEND:" + end, "SUMMARY:f%d" % i, "BEGIN:VALARM", "ACTION:DISPLAY", "TRIGGER:PT0S",
-                  "END:VALARM", "END:VEVENT"]
+                  "DTEND:" + end, "SUMMARY:f%d" % i] + (["ATTENDEE:mailto:" + attendee] if attendee else []) + [
+                  "BEGIN:VALARM", "ACTION:DISPLAY", "TRIGGER:PT0S", "END:VALARM", "END:VEVENT"]
     lines.append("END:VCALENDAR")
     return ("\r\n".join(lines) + "\r\n").encode()
 
@@ -175,13 +177,69 @@ class TestDayBudgetDefault(FloodTest):
         start = soon(3)
         now_ms = start * 1000
         uid = int(self.user["id"], 16)
-        sql(self.server.db, "INSERT INTO delivery_budget (user_id, hour_ms, hour_n, day_ms, day_n, asked, kept) "
-            "VALUES (%d, %d, 0, %d, 9998, 0, 0)" % (uid, now_ms - now_ms % 3600000, now_ms - now_ms % 86400000))
+        sql(self.server.db, "INSERT INTO delivery_budget (user_id, invited, hour_ms, hour_n, day_ms, day_n, asked, "
+            "kept) VALUES (%d, 0, %d, 0, %d, 9998, 0, 0)" % (uid, now_ms - now_ms % 3600000, now_ms - now_ms % 86400000))
         for i in range(3):
             self.event(start, summary="d%d" % i)
         self.assertTrue(wait_for(lambda: len(self.dropped()) == 1, timeout=15), self.dropped())
         self.assertTrue(wait_for(lambda: len(self.inbox()) == 2, timeout=10))
         self.assertIn("day", self.dropped()[0]["last_error"])
+
+
+class TestInvitationBudget(FloodTest):
+    """Someone invites the user to five events whose reminders are due a
+    second before the user's own. With one budget of 3 the invitations took
+    it all and the user's own reminder was dropped; the invitations have a
+    budget of their own, so theirs are what is dropped."""
+    server_args = FAST + ["--deliveries-per-user-hour", "3"]
+
+    def test_invitations_cannot_spend_the_users_own_budget(self):
+        other, other_token = self.server.new_user()
+        start = soon(4)
+        for i in range(5):
+            self.event(start, token=other_token, summary="inv%d" % i, attendees=[{"email": self.user["email"]}])
+        self.event(start + 1, summary="mine")
+        self.assertTrue(wait_for(lambda: len(self.inbox()) == 4 and len(self.dropped()) == 2, timeout=20),
+                        (self.inbox(), self.dropped()))
+        self.assertEqual(sorted(n["summary"] for n in self.inbox() if not n["summary"].startswith("inv")), ["mine"])
+        for d in self.dropped():
+            self.assertIn("invitations", d["last_error"])
+        # The organizer's own five are its own budget's business: 3 and 2.
+        self.assertTrue(wait_for(lambda: len(self.dropped(other_token)) == 2, timeout=10))
+        self.assertNotIn("invitations", self.dropped(other_token)[0]["last_error"])
+
+
+class TestInvitationBudgetDefault(FloodTest):
+    """With the default budget (1000 an hour): 1001 invitations due at once
+    leave the user's own reminder, due just after, its full budget."""
+    server_args = FAST
+
+    def test_default_invitation_budget(self):
+        other, other_token = self.server.new_user()
+        cal = self.server.post("/v1/calendars", {"summary": "flood"}, token=other_token).json["id"]
+        start = soon(10)
+        r = self.server.request("POST", "/v1/calendars/%s/import" % cal,
+                                raw=vcal_many(1001, start, attendee=self.user["email"]),
+                                token=other_token, headers={"Content-Type": "text/calendar"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json["imported"], 1001)
+        self.event(start + 1, summary="mine")
+        self.assertTrue(wait_for(lambda: len(self.dropped()) == 1, timeout=40), len(self.dropped()))
+        self.assertTrue(wait_for(lambda: len(self.inbox_all()) == 1001, timeout=20))
+        self.assertIn("mine", [n["summary"] for n in self.inbox_all()])
+        self.assertIn("invitations", self.dropped()[0]["last_error"])
+
+    def inbox_all(self):
+        """Every page of the inbox (a page holds at most 1000)."""
+        items, after = [], ""
+        while True:
+            r = self.server.get("/v1/notifications?limit=1000" + ("&after=" + after if after else ""),
+                                token=self.token)
+            self.assertEqual(r.status, 200, r)
+            items += r.json["items"]
+            if not r.json["items"] or not r.json.get("next"):
+                return items
+            after = r.json["next"]
 
 
 class TestInboxCap(FloodTest):
