@@ -242,6 +242,26 @@ class TestInvitationBudgetDefault(FloodTest):
             after = r.json["next"]
 
 
+class TestBudgetRowsPruned(FloodTest):
+    """notify.cleanup deletes budget rows of days gone, each of a user's
+    two on its own: a stale row for invitations goes, the current row for
+    the user's own events stays."""
+    server_args = FAST
+
+    def test_cleanup_prunes_budget_rows_of_days_gone(self):
+        uid = int(self.user["id"], 16)
+        now_ms = int(time.time() * 1000)
+        day = now_ms - now_ms % 86400000
+        sql(self.server.db, "INSERT INTO delivery_budget (user_id, invited, hour_ms, hour_n, day_ms, day_n, asked, "
+            "kept) VALUES (%d, 0, %d, 1, %d, 1, 1, 1), (%d, 1, 0, 5, %d, 5, 5, 5)" % (
+                uid, now_ms - now_ms % 3600000, day, uid, day - 2 * 86400000))
+        r = self.server.post("/v1/admin/jobs/notify.cleanup/run", token=self.admin_token)
+        self.assertEqual(r.status, 202, r)
+        left = lambda: sorted(int(x[0]) for x in sql(self.server.db, "SELECT invited FROM delivery_budget "
+                                                                   "WHERE user_id = %d" % uid))
+        self.assertTrue(wait_for(lambda: left() == [0], timeout=15), left())
+
+
 class TestInboxCap(FloodTest):
     server_args = FAST + ["--inbox-max-per-user", "3"]
 
