@@ -60,59 +60,54 @@ static void ordered(store *s, const char *first, const char *second)
     if (a > b) fail_msg("%s was written after %s", first, second);
 }
 
-/* The holder commits and at once begins again, as the chat writer does
- * under load. In SQLite's busy handler the waiter naps (1 ms, then more)
- * and the holder's next transaction takes the file first, again and
- * again; queued here, the waiter goes first. */
-static void test_waiter_goes_before_the_holders_next_transaction(void **state)
+/* The caller holds the file in a transaction: a writer (a) queues behind
+ * it, the transaction ends (commit, or rollback) and at once another
+ * begins and writes next_row, as the chat writer does under load. */
+static void hand_over(testdb *db, writer_arg *a, bool commit, const char *next_row)
 {
-    testdb *db = *state;
-    store *s = db->s;
-    EXEC_OK(s, "CREATE TABLE t (w TEXT)");
     sqlite_wlock *l = sqlite_wlock_for(db->path);
     assert_non_null(l);
-
-    assert_int_equal(store_begin(s), STORE_OK);
-    EXEC_OK(s, "INSERT INTO t VALUES ('holder 1')");
-    writer_arg a = {.url = db->url, .sql = "INSERT INTO t VALUES ('waiter')", .tx = true};
     pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, writer_thread, &a), 0);
+    assert_int_equal(pthread_create(&th, NULL, writer_thread, a), 0);
     assert_true(wait_queued(l, 1));
-    assert_int_equal(store_commit(s), STORE_OK);
-    assert_int_equal(store_begin(s), STORE_OK);
-    EXEC_OK(s, "INSERT INTO t VALUES ('holder 2')");
-    assert_int_equal(store_commit(s), STORE_OK);
+    assert_int_equal(commit ? store_commit(db->s) : store_rollback(db->s), STORE_OK);
+    assert_int_equal(store_begin(db->s), STORE_OK);
+    char q[100];
+    snprintf(q, sizeof q, "INSERT INTO t VALUES ('%s')", next_row);
+    EXEC_OK(db->s, q);
+    assert_int_equal(store_commit(db->s), STORE_OK);
     pthread_join(th, NULL);
-    assert_int_equal(a.rc, STORE_OK);
-    ordered(s, "holder 1", "waiter");
-    ordered(s, "waiter", "holder 2");
+    assert_int_equal(sqlite_wlock_waiting(l), 0);
     sqlite_wlock_release(l);
 }
 
-/* A change outside a transaction queues the same way, and so does a
- * rollback hand the file on. */
+/* In SQLite's busy handler the waiter naps (1 ms, then more) and the
+ * holder's next transaction takes the file first, again and again;
+ * queued here, the waiter goes first. */
+static void test_waiter_goes_before_the_holders_next_transaction(void **state)
+{
+    testdb *db = *state;
+    EXEC_OK(db->s, "CREATE TABLE t (w TEXT)");
+    assert_int_equal(store_begin(db->s), STORE_OK);
+    EXEC_OK(db->s, "INSERT INTO t VALUES ('holder 1')");
+    writer_arg a = {.url = db->url, .sql = "INSERT INTO t VALUES ('waiter')", .tx = true};
+    hand_over(db, &a, true, "holder 2");
+    assert_int_equal(a.rc, STORE_OK);
+    ordered(db->s, "holder 1", "waiter");
+    ordered(db->s, "waiter", "holder 2");
+}
+
+/* A change outside a transaction queues the same way, and a rollback
+ * hands the file on as a commit does. */
 static void test_a_statement_on_its_own_queues_too(void **state)
 {
     testdb *db = *state;
-    store *s = db->s;
-    EXEC_OK(s, "CREATE TABLE t (w TEXT)");
-    sqlite_wlock *l = sqlite_wlock_for(db->path);
-    assert_non_null(l);
-
-    assert_int_equal(store_begin(s), STORE_OK);
+    EXEC_OK(db->s, "CREATE TABLE t (w TEXT)");
+    assert_int_equal(store_begin(db->s), STORE_OK);
     writer_arg a = {.url = db->url, .sql = "INSERT INTO t VALUES ('alone')", .tx = false};
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, writer_thread, &a), 0);
-    assert_true(wait_queued(l, 1));
-    assert_int_equal(store_rollback(s), STORE_OK);
-    assert_int_equal(store_begin(s), STORE_OK);
-    EXEC_OK(s, "INSERT INTO t VALUES ('after')");
-    assert_int_equal(store_commit(s), STORE_OK);
-    pthread_join(th, NULL);
+    hand_over(db, &a, false, "after");
     assert_int_equal(a.rc, STORE_DONE);
-    ordered(s, "alone", "after");
-    assert_int_equal(sqlite_wlock_waiting(l), 0);
-    sqlite_wlock_release(l);
+    ordered(db->s, "alone", "after");
 }
 
 /* Another thread's reads and checkpoint beside a write transaction. */
