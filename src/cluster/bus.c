@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <libpq-fe.h>
+#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -43,6 +44,20 @@ struct bus {
     bool stopping;
 };
 
+/* A host name as an address, looked up now: hiredis looks names up with
+ * a blocking call at every connect, and the hot list reconnects on an
+ * event loop, where a slow resolver would stall every request. NULL when
+ * the lookup fails (the name is then kept, and looked up at each connect). */
+static char *numeric_host(const char *name)
+{
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
+    char addr[NI_MAXHOST];
+    if (getaddrinfo(name, NULL, &hints, &res) != 0 || !res) return NULL;
+    int rc = getnameinfo(res->ai_addr, res->ai_addrlen, addr, sizeof addr, NULL, 0, NI_NUMERICHOST);
+    freeaddrinfo(res);
+    return rc == 0 ? strdup(addr) : NULL;
+}
+
 int bus_redis_address(const char *url, char **host, int *port)
 {
     const char *p = strncmp(url, "redis://", 8) == 0 ? url + 8 : url;
@@ -50,8 +65,16 @@ int bus_redis_address(const char *url, char **host, int *port)
     size_t hlen = colon && colon < end ? (size_t)(colon - p) : (size_t)(end - p);
     *port = colon && colon < end ? atoi(colon + 1) : 6379;
     if (hlen == 0 || *port <= 0 || *port > 65535) return -1;
-    *host = strndup(p, hlen);
-    return *host ? 0 : -1;
+    char *name = strndup(p, hlen);
+    if (!name) return -1;
+    *host = numeric_host(name);
+    if (*host) {
+        free(name);
+        return 0;
+    }
+    log_warn("redis: cannot look up %s now; it will be looked up at each connect", name);
+    *host = name;
+    return 0;
 }
 
 bus *bus_new(const bus_opts *o, bus_fn fn, void *arg)

@@ -45,7 +45,8 @@ int bus_enabled(const bus *b);
 /* Stops the threads and frees. */
 void bus_free(bus *b);
 /* redis://HOST:PORT (or HOST:PORT) -> *host (malloc'd, the caller frees)
- * and *port (6379 when absent). 0, or -1 when it is not one. Shared with
+ * and *port (6379 when absent). 0, or -1 when it is not one. A host name
+ * comes back as the address it has now (looked up once, here). Shared with
  * the hot list's Redis tier, so both read --redis alike. */
 int bus_redis_address(const char *url, char **host, int *port);
 
