@@ -335,11 +335,11 @@ static const char *const claim_states[] = {"pending", "missed", "done", "dropped
 /* What a dropped_quota row says (its last_error). */
 static const char *claim_dropped_why(const notify_claim_del *d)
 {
+    bool day = d->dropped == NOTIFY_SUPPRESS_DAY_QUOTA;
     if (due_row_invited(d->r))
-        return d->dropped == NOTIFY_SUPPRESS_DAY_QUOTA ? "over the recipient's delivery budget for invitations for the day"
-                                                       : "over the recipient's delivery budget for invitations for the hour";
-    return d->dropped == NOTIFY_SUPPRESS_DAY_QUOTA ? "over the recipient's delivery budget for the day"
-                                                   : "over the recipient's delivery budget for the hour";
+        return day ? "over the recipient's delivery budget for invitations for the day"
+                   : "over the recipient's delivery budget for invitations for the hour";
+    return day ? "over the recipient's delivery budget for the day" : "over the recipient's delivery budget for the hour";
 }
 
 /* A claimed row's hold: NOTIFY_HOLD_MS past its due time, or past now
@@ -452,12 +452,14 @@ static int claim_budget(notify_engine *e, store *db, notify_claim_dels *b)
     size_t m = 0, nreq = 0;
     int rc = keys && reqs ? STORE_OK : STORE_ERROR;
     for (size_t i = 0; rc == STORE_OK && i < b->n; i++)
-        if (b->v[i].fate != FATE_MISSED) keys[m++] = (claim_key){b->v[i].r->user_id, due_row_invited(b->v[i].r), i};
+        if (b->v[i].fate != FATE_MISSED)
+            keys[m++] = (claim_key){b->v[i].r->user_id, due_row_invited(b->v[i].r), i};
     if (rc == STORE_OK) qsort(keys, m, sizeof *keys, by_recipient);
     for (size_t k = 0; rc == STORE_OK && k < m; k++) {
         const notify_due_row *r = b->v[keys[k].pos].r;
         if (k == 0 || !same_budget(&keys[k - 1], &keys[k]))
-            reqs[nreq++] = (notify_budget_req){.user_id = r->user_id, .invited = keys[k].invited, .due_ms = r->next_fire};
+            reqs[nreq++] = (notify_budget_req){
+                .user_id = r->user_id, .invited = keys[k].invited, .due_ms = r->next_fire};
         notify_budget_req *q = &reqs[nreq - 1];
         q->want++;
         if (r->next_fire > q->due_ms) q->due_ms = r->next_fire;
