@@ -399,15 +399,20 @@ def run_load(srv, d, mode, extra, timeout, others=()):
     return res
 
 
-def seed_reminders(srv, d, a, phase):
+def reminders_bench():
+    """bench/reminders/bench.py as a module: its seed_sql and percentile."""
+    spec = importlib.util.spec_from_file_location("rbench", os.path.join(ROOT, "bench", "reminders", "bench.py"))
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
+def seed_reminders(rbench, d, a, phase):
     """a.reminders in-app reminders of 1,000 organizers, due evenly over
     the pairs phase's measured seconds (they start --warmup s after
     chatload, plus REMINDER_LEAD_S for its connecting), written into
     chime's database as bench/reminders does. Returns (base, first due,
     span, count) for reminder_lateness."""
-    spec = importlib.util.spec_from_file_location("rbench", os.path.join(ROOT, "bench", "reminders", "bench.py"))
-    rbench = importlib.util.module_from_spec(spec)  # bench/reminders/bench.py: seed_sql
-    spec.loader.exec_module(rbench)
     base = 10000000 * (phase + 1)
     t0 = int(time.time() * 1000 + (REMINDER_LEAD_S + a.warmup) * 1000)
     con = sqlite3.connect(os.path.join(d, "chime.db"), timeout=60)
@@ -418,20 +423,18 @@ def seed_reminders(srv, d, a, phase):
     return base, t0, int(a.seconds) * 1000, a.reminders
 
 
-def reminder_lateness(d, base, t0, span_ms, n):
-    """Fire time minus due time of the reminders seed_reminders wrote,
-    read once the last is 5 s overdue."""
+def reminder_lateness(rbench, d, base, t0, span_ms, n):
+    """Fire time minus due time of the reminders seed_reminders wrote (to
+    its organizers base + 1000000...), read once the last is 5 s overdue."""
     time.sleep(max(0.0, (t0 + span_ms + 5000) / 1000 - time.time()))
     con = sqlite3.connect(os.path.join(d, "chime.db"), timeout=60)
     try:
-        late = sorted(r[0] for r in con.execute(
-            "SELECT n.fired_ms - n.due_ms FROM notifications n JOIN users u ON u.id = n.user_id "
-            "WHERE u.id BETWEEN ? AND ?", (base + 1000000, base + 1000999)))
+        late = sorted(r[0] for r in con.execute("SELECT fired_ms - due_ms FROM notifications WHERE user_id "
+                                                "BETWEEN ? AND ?", (base + 1000000, base + 1000000 + rbench.ORGS - 1)))
     finally:
         con.close()
-    pick = lambda q: late[min(len(late) - 1, int(len(late) * q))] if late else None
-    return {"n": len(late), "missing": n - len(late), "p50": pick(0.5), "p99": pick(0.99),
-            "max": late[-1] if late else None, "first_due_ms": t0}
+    return {"n": len(late), "missing": n - len(late), "p50": rbench.percentile(late, 0.5),
+            "p99": rbench.percentile(late, 0.99), "max": late[-1] if late else None, "first_due_ms": t0}
 
 
 def idle(srv, d, n, procs, label, probe=0):
@@ -534,6 +537,9 @@ def main():
                     help="chime: this many in-app reminders (a multiple of 1000) due during each pairs phase, "
                          "fired by the same server into the same database; their lateness is reported")
     a = ap.parse_args()
+    if a.reminders < 0 or a.reminders % 1000:
+        ap.error("--reminders: a multiple of 1000 (one share for each of the 1,000 organizers), not %d" % a.reminders)
+    rbench = reminders_bench() if a.reminders else None
     phases = a.phases.split(",")
     rates = [float(x) for x in a.rates.split(",")]
     d = tempfile.mkdtemp(prefix="chatbench-")
@@ -602,10 +608,10 @@ def main():
                             extra += ["--convs", os.path.join(d, "chime_convs.txt")]
                         due = None
                         if srv.proto == "chime" and a.reminders:
-                            due = seed_reminders(srv, d, a, len(results))
+                            due = seed_reminders(rbench, d, a, len(results))
                         r = run_load(srv, d, "pairs", extra, timeout=600, others=(chime, ej))
                         if due:
-                            r["reminders"] = reminder_lateness(d, *due)
+                            r["reminders"] = reminder_lateness(rbench, d, *due)
                             log("  reminders during the phase: %s" % json.dumps(r["reminders"]))
                         r["rep"] = rep
                         results.append(r)

@@ -86,9 +86,9 @@ static int check_not_aborted(store *s)
 static bool wlock_take(sqlite3 *db, sqlite_wlock *l, bool *held)
 {
     if (!l || *held) return false;
-    int64_t t0 = base_now_ms();
+    int64_t t0 = base_mono_ns();
     *held = sqlite_wlock_lock(l, SQ_BUSY_MS);
-    int64_t waited = base_now_ms() - t0;
+    int64_t waited = (base_mono_ns() - t0) / 1000000;
     if (waited <= 0) return false;
     sqlite3_busy_timeout(db, waited < SQ_BUSY_MS ? SQ_BUSY_MS - (int)waited : 1);
     return true;

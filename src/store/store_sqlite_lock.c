@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "base/base.h"
+
 /* A thread waiting for the lock: it sleeps on its own condition, so a
  * hand-over wakes exactly the thread it goes to. */
 typedef struct wlock_waiter {
@@ -113,14 +115,8 @@ bool sqlite_wlock_lock(sqlite_wlock *l, int timeout_ms)
     if (l->tail) l->tail->next = &w;
     else l->head = &w;
     l->tail = &w;
-    struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    int64_t until = base_mono_ns() + (int64_t)timeout_ms * 1000000; /* base_mono_ns: CLOCK_MONOTONIC */
+    struct timespec deadline = {.tv_sec = until / 1000000000, .tv_nsec = until % 1000000000};
     bool got = wait_turn(l, &w, &deadline);
     pthread_mutex_unlock(&l->mu);
     pthread_cond_destroy(&w.cv);
