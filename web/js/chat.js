@@ -218,7 +218,13 @@ export async function render(main, [openId]) {
   }
 
   const offSync = ws.on('sync', f => { if (seq === null || f.seq > seq) pull(); });
-  const offHello = ws.on('hello', f => { if (seq === null) seq = f.seq; pull(); });
+  // A hello is where the user's changes stand now; a list loaded before it
+  // may lack some of them (a message between the two), so without a seq of
+  // its own the page reads the list again rather than pull only after it.
+  const offHello = ws.on('hello', f => {
+    if (seq === null) { seq = f.seq; reloadList(); }
+    pull();
+  });
   const onVisible = () => { if (document.visibilityState === 'visible') markRead(); };
   document.addEventListener('visibilitychange', onVisible);
   const timer = setInterval(refreshPresence, 20000);
