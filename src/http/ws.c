@@ -137,7 +137,10 @@ static bool users_grow(ws_hub *h)
 }
 
 /* Adds a connection; *evict gets the oldest one to close when the user is
- * over the cap (0: none). False when out of memory. */
+ * over the cap (0: none). That one leaves the registry at once: its close
+ * can take the peer's answer or WS_CLOSE_WAIT_MS, and the user's next
+ * connections must neither overrun conns[] nor pick it again. False when
+ * out of memory. */
 static bool users_add(ws_hub *h, int64_t user_id, uint64_t conn, uint64_t *evict, bool *first)
 {
     *evict = 0;
@@ -153,12 +156,18 @@ static bool users_add(ws_hub *h, int64_t user_id, uint64_t conn, uint64_t *evict
         h->nusers++;
     }
     u->conns[u->n++] = conn;
-    if (u->n > h->o.max_per_user) *evict = u->conns[0];
     h->nconns++;
+    if (u->n > h->o.max_per_user) {
+        *evict = u->conns[0];
+        u->n--;
+        memmove(&u->conns[0], &u->conns[1], (size_t)u->n * sizeof u->conns[0]);
+        h->nconns--;
+    }
     return true;
 }
 
-/* True when it was the user's last connection on this node. */
+/* True when it was the user's last connection on this node. An evicted
+ * connection is no longer listed: its removal changes nothing. */
 static bool users_remove(ws_hub *h, int64_t user_id, uint64_t conn)
 {
     ws_user **slot = users_slot(h, user_id, false), *u = *slot;

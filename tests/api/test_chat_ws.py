@@ -36,6 +36,20 @@ def frames(ws, until=None, timeout=5.0):
     return got
 
 
+def close_code(ws, timeout=5.0):
+    """The code of the close frame the server sends (None: none came)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        ws.settimeout(max(0.01, deadline - time.time()))
+        try:
+            op, data = ws.recv_data(control_frame=True)
+        except websocket.WebSocketTimeoutException:
+            return None
+        if op == websocket.ABNF.OPCODE_CLOSE:
+            return int.from_bytes(data[:2], "big")
+    return None
+
+
 class Device:
     """One device of a user: keeps its cursor and what it pulled."""
 
@@ -224,17 +238,25 @@ class TestGateway(ServerTest):
             s.recv()
         newest = self.server.ws(ta)
         newest.recv()
-        closed = None
-        deadline = time.time() + 5
-        while time.time() < deadline and closed is None:
-            try:
-                op, data = socks[0].recv_data(control_frame=True)
-                if op == websocket.ABNF.OPCODE_CLOSE:
-                    closed = int.from_bytes(data[:2], "big")
-            except websocket.WebSocketTimeoutException:
-                continue
-        self.assertEqual(closed, 4001)
+        self.assertEqual(close_code(socks[0]), 4001)
         for s in socks[1:] + [newest]:
+            s.close()
+
+    def test_cap_holds_while_closed_devices_linger(self):
+        """Devices that connect faster than the evicted ones go (one that
+        never answers the close frame keeps its socket for 2 s): each
+        connection past the cap closes the oldest one still counted, and
+        the newest ten stay. The registry once overflowed here."""
+        (a, ta), = (self.server.new_user(),)
+        socks = []
+        for _ in range(15):  # nothing read from the old ones: no close answered
+            socks.append(self.server.ws(ta))
+            socks[-1].recv()
+        for s in socks[:5]:
+            self.assertEqual(close_code(s), 4001)
+        for s in socks[5:]:
+            s.send(json.dumps({"type": "ping"}))
+            self.assertEqual(frames(s, lambda f: f["type"] == "pong")[-1], {"type": "pong"})
             s.close()
 
     def test_presence_and_counts(self):
