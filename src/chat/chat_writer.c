@@ -21,10 +21,12 @@
 #include "chat/chat_writer.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
+#include "store/store_checkpoint.h"
 
 #define CHAT_BATCH 256
 
@@ -301,20 +303,18 @@ int chat_writer_start(chat_writer *w)
      * file's fsync. At 5,000 messages a second that was 24 times a second
      * and 4 ms of fsync each (perf trace). The server's checkpointer
      * thread (store_checkpoint.c, started by the reminders on SQLite)
-     * copies the WAL every 25 ms meanwhile, so what is left for this
-     * connection is to checkpoint now and then -- which lets the WAL start
-     * over from its beginning, which only a writer's checkpoint between
-     * two of its commits can -- and copy the last few milliseconds. That
-     * checkpoint still stalls every queued message for two fsyncs (the
-     * WAL's and the database file's): 5-15 ms, the bursts of slow sends
-     * in bench/chat at 5,000/s, where 16,384 pages made one every 0.37 s.
-     * So it runs every 131,072 pages (512 MiB, the WAL size the gate's
-     * checkpointer also closes at: STORE_CKPT_FRAMES), every 3 s or so at
-     * that rate. A long WAL does not slow readers: they look only at the
-     * frames the checkpointer has not copied yet. */
+     * copies the WAL every 25 ms instead, and at STORE_CKPT_FRAMES it
+     * finishes the copy between two of this writer's commits (it takes the
+     * file's writers' queue for that), so the next commit here starts the
+     * WAL over. This connection's own checkpoint stays as a backstop, at
+     * twice that size: had it run at the same size, it would have done
+     * the same job with every queued message waiting (20-25 ms every 3 s
+     * at 5,000/s, bench/chat). A long WAL does not slow readers: they look
+     * only at the frames the checkpointer has not copied yet. */
+    char autockpt[64];
+    snprintf(autockpt, sizeof autockpt, "PRAGMA wal_autocheckpoint = %d", 2 * STORE_CKPT_FRAMES);
     if (store_backend_of(w->db) == STORE_SQLITE &&
-        (store_exec(w->db, "PRAGMA cache_size = -65536") != STORE_OK ||
-         store_exec(w->db, "PRAGMA wal_autocheckpoint = 131072") != STORE_OK))
+        (store_exec(w->db, "PRAGMA cache_size = -65536") != STORE_OK || store_exec(w->db, autockpt) != STORE_OK))
         log_warn("chat: the writer's connection keeps SQLite's defaults: %s", store_errmsg(w->db));
     if (pthread_create(&w->thread, NULL, writer_main, w) != 0) return -1;
     w->started = true;

@@ -129,6 +129,21 @@ int store_sync_log(store *s)
     return s->ops->sync_log ? s->ops->sync_log(s) : STORE_OK;
 }
 
+int store_sync_data(store *s)
+{
+    return s->ops->sync_data ? s->ops->sync_data(s) : STORE_OK;
+}
+
+bool store_writers_hold(store *s)
+{
+    return s->ops->writers_hold && s->ops->writers_hold(s);
+}
+
+void store_writers_release(store *s)
+{
+    if (s->ops->writers_release) s->ops->writers_release(s);
+}
+
 /* ------------------------------------------------------ $N parameters */
 
 static bool is_ident_byte(unsigned char c)

@@ -141,6 +141,21 @@ void store_set_guard(store *s, bool (*held)(void *ctx), void *ctx);
  * little to flush. PostgreSQL: nothing to do, STORE_OK. */
 int store_sync_log(store *s);
 
+/* SQLite: writes the database file's dirty pages to disk now (fdatasync
+ * on a descriptor of its own), taking no lock; so that a checkpoint that
+ * follows, under the writers' lock, has little left to sync.
+ * PostgreSQL: nothing to do, STORE_OK. */
+int store_sync_data(store *s);
+
+/* SQLite: takes this connection's turn in the file's writers' queue
+ * (store_sqlite_lock.h) with no transaction of its own, so that no other
+ * connection of the process starts a write until store_writers_release:
+ * for a checkpoint that must reach the WAL's end while writers keep
+ * coming. Waits at most the busy timeout. False when not held (timed out,
+ * in memory, held already, PostgreSQL): go on without it. */
+bool store_writers_hold(store *s);
+void store_writers_release(store *s);
+
 /* Transactions. store_begin takes the write lock at once on SQLite
  * (BEGIN IMMEDIATE) so two writers never deadlock on lock upgrade. */
 int store_begin(store *s);

@@ -9,13 +9,26 @@
  * writers go on. A checkpoint that races writers leaves the newest frames
  * uncopied, and the WAL restarts from its beginning only after a complete
  * one; so after the long passes, a short one runs under the gate's lock
- * (nothing new can arrive) to finish the job. That one stalls every writer
- * for its copy and two fsyncs, so it is rare (a large WAL: at 1M reminders
- * a minute a 32 MiB one made it every half second, 40-100 ms each, which
- * was the p99; 512 MiB, every 4 s or so, measured better than 256 MiB,
- * in-app p99 67-77 ms against 87-97; a WAL of gigabytes slows every read)
- * and small (see checkpoint_converge), and it goes ahead of the writers
- * queued for the lock (store_gate_lock_first).
+ * and the file's writers' queue (store_writers_hold: nothing new can
+ * arrive, from the gate's writers or from any other connection of the
+ * process, such as the chat writer's) to finish the job. That one stalls
+ * every writer for its copy and two fsyncs, so it is rare (a large WAL: at
+ * 1M reminders a minute a 32 MiB one made it every half second, 40-100 ms
+ * each, which was the p99; 512 MiB, every 4 s or so, measured better than
+ * 256 MiB, in-app p99 67-77 ms against 87-97; a WAL of gigabytes slows
+ * every read) and small: the passes before it leave little to copy (see
+ * checkpoint_converge), and the database file is synced just before it,
+ * outside the locks, so its own sync has only the last moments' pages to
+ * write. It goes ahead of the gate's queued writers
+ * (store_gate_lock_first) and waits its turn among the others.
+ *
+ * Holding only the gate, that pass almost never found the WAL's end while
+ * the chat writer committed back to back, so the chat writer had to
+ * checkpoint by itself, after a commit, with every queued message waiting
+ * for the copy and the sync of everything copied since the last one: a
+ * 20-25 ms stall every 3 s at 5,000 messages a second, most of the send
+ * p99 (12-14 ms; 8-10 ms with the hold, 7-10 ms with the sync before it,
+ * bench/chat).
  *
  * A pass that copies the whole WAL also fsyncs the database file; one that
  * stops short does not (SQLite lets the WAL start over only after a
@@ -23,12 +36,12 @@
  * bench/chat at 5,000 messages a second a pass fell between two commits
  * about 3 times a second, and its fsync (6-8 ms: every page copied since
  * the last one) held up the chat writer's commits at the device: send p99
- * 9 ms, 6-7 ms without. So while the WAL is short of STORE_CKPT_PIN_END, a
+ * 9 ms, 6-7 ms without. So while the WAL is short of pin_end (1/16 short of the size), a
  * read transaction of the checkpointer's own (the pin) holds each pass to
  * the WAL's end as the previous round saw it: while writes go on, a pass
  * copies all but the last round's frames and syncs nothing. The database
  * file is synced when the writes pause for a round (the pass then reaches
- * the end), and in the rounds past STORE_CKPT_PIN_END, before the WAL
+ * the end), and in the rounds past pin_end, before the WAL
  * closes. */
 #include "store/store_checkpoint.h"
 
@@ -43,8 +56,6 @@
 #include "base/base.h"
 #include "store/store.h"
 
-#define STORE_CKPT_FRAMES 131072 /* checkpoint once the WAL holds this many pages (512 MiB) */
-#define STORE_CKPT_PIN_END (STORE_CKPT_FRAMES - STORE_CKPT_FRAMES / 16) /* no pin past here */
 #define STORE_SYNC_TICK_MS 25    /* rounds while the WAL changes */
 #define STORE_CKPT_CLOSE 256     /* frames a locked pass may be left to copy (1 MiB) */
 #define STORE_CKPT_ROUNDS 16     /* unlocked passes tried to get there */
@@ -54,6 +65,8 @@ struct store_checkpoint {
     store_gate *gate;
     const char *who;
     const char *thread_name;
+    int64_t frames;  /* the WAL starts over past this many */
+    int64_t pin_end; /* no pin past here */
     pthread_t thread;
     pthread_mutex_t mu; /* guards stopping */
     pthread_cond_t cv;  /* stopping set */
@@ -134,27 +147,38 @@ static void *checkpoint_main(void *p)
     }
     int64_t log = 0, done = 0, last = -1;
     bool busy = false, pinned = false;
+    store_stamp seen = {.others = -1};
     /* Each round writes the WAL to disk if it changed (store_sync_log: so
      * a durable commit elsewhere -- the API's, the jobs' -- does not wait
      * under the write lock for the gate's writers' unsynced ones), and
      * copies what the WAL holds (and fsyncs the database file if there was
      * anything): every STORE_SYNC_TICK_MS while the writers write, once a
-     * second while nothing changes, so an idle server does not fsync. */
+     * second while nothing changes, so an idle server does not fsync.
+     * Whether anything was written is data_version's to say: the WAL's
+     * length is no witness once the WAL has started over (it had grown
+     * back to the same length 25 ms later, in the tests, and the thread
+     * slept a second while the WAL grew 50-fold). */
     while (checkpoint_sleep_until(c, base_now_ms() + (busy ? STORE_SYNC_TICK_MS : 1000))) {
-        if (checkpoint_passive(db, &log, &done) != STORE_OK) continue;
-        busy = log != last;
+        store_stamp now;
+        if (store_change_stamp(db, &now) != STORE_OK || checkpoint_passive(db, &log, &done) != STORE_OK) continue;
+        busy = now.others != seen.others || log != last;
+        seen = now;
         last = log;
         if (busy && store_sync_log(db) != STORE_OK) log_warn("%s: WAL sync failed: %s", c->who, store_errmsg(db));
-        if (log < STORE_CKPT_PIN_END)
+        if (log < c->pin_end)
             checkpoint_pin(pin, &pinned);
         else
             checkpoint_unpin(pin, &pinned);
-        if (log < STORE_CKPT_FRAMES || !checkpoint_converge(db, &log, &done)) continue;
+        if (log < c->frames || !checkpoint_converge(db, &log, &done)) continue;
+        if (store_sync_data(db) != STORE_OK) log_warn("%s: database sync failed: %s", c->who, store_errmsg(db));
+        if (!checkpoint_converge(db, &log, &done)) continue;
         store_gate_lock_first(c->gate);
+        bool held = store_writers_hold(db);
         /* (A reader's older snapshot may still hold some frames back: the
          * next round copies them.) */
         if (checkpoint_passive(db, &log, &done) != STORE_OK)
             log_warn("%s: checkpoint failed: %s", c->who, store_errmsg(db));
+        if (held) store_writers_release(db);
         store_gate_unlock_first(c->gate);
         last = log;
     }
@@ -173,10 +197,12 @@ static void checkpoint_free(store_checkpoint *c)
 }
 
 store_checkpoint *store_checkpoint_start(const char *url, store_gate *gate, const char *who,
-                                         const char *thread_name)
+                                         const char *thread_name, int64_t frames)
 {
     store_checkpoint *c = calloc(1, sizeof *c);
     if (!c) return NULL;
+    c->frames = frames > 0 ? frames : STORE_CKPT_FRAMES;
+    c->pin_end = c->frames - c->frames / 16;
     c->url = strdup(url);
     c->gate = gate;
     c->who = who;

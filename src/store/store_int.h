@@ -72,7 +72,10 @@ typedef struct store_ops {
     size_t (*col_len)(store_stmt *st, int col);
     const char *now_sql;       /* one row, one BIGINT column: ms since epoch */
     int (*sync_log)(store *s); /* store_sync_log; NULL: nothing to do */
+    int (*sync_data)(store *s); /* store_sync_data; NULL: nothing to do */
     int (*change_stamp)(store *s, store_stamp *out); /* NULL: cannot tell */
+    bool (*writers_hold)(store *s);    /* store_writers_hold; NULL: false */
+    void (*writers_release)(store *s); /* store_writers_release */
 } store_ops;
 
 /* Statements last prepared from a given address (see store_prepare): 64,

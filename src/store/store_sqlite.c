@@ -33,6 +33,7 @@ typedef struct sqlite_store {
     bool tx_failed;            /* a statement failed in the open transaction */
     sqlite_wlock *wlock;       /* the file's writer queue; NULL in memory */
     bool wlocked;              /* held for the open write transaction */
+    bool held;                 /* held by store_writers_hold */
 } sqlite_store;
 
 typedef struct sqlite_stmt {
@@ -177,6 +178,7 @@ static void sq_close(store *s)
     sqlite_store *ss = (sqlite_store *)s;
     sqlite3_close_v2(ss->db);
     if (ss->wlocked) sqlite_wlock_unlock(ss->wlock);
+    if (ss->held) sqlite_wlock_unlock(ss->wlock);
     sqlite_wlock_release(ss->wlock);
     free(s);
 }
@@ -347,18 +349,48 @@ static size_t sq_col_len(store_stmt *st, int col)
     return (size_t)sqlite3_column_bytes(VM(st), col);
 }
 
-/* store_sync_log. */
+/* fdatasync on a descriptor of our own; a file that is not there has
+ * nothing to write. */
+static int sync_path(store *s, const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno == ENOENT ? STORE_OK : store_fail(s, STORE_ERROR, "sync: %s: %s", path, strerror(errno));
+    int rc = fdatasync(fd) == 0 ? STORE_OK : store_fail(s, STORE_ERROR, "sync: %s: %s", path, strerror(errno));
+    close(fd);
+    return rc;
+}
+
+/* store_sync_log. No WAL (yet, or after the last connection closed):
+ * nothing to write. */
 static int sq_sync_log(store *s)
 {
     const char *db = sqlite3_db_filename(DB(s), "main");
     if (!db || !*db) return STORE_OK; /* in memory: no file */
-    const char *wal = sqlite3_filename_wal(db);
-    int fd = open(wal, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) /* no WAL (yet, or after the last connection closed): nothing to write */
-        return errno == ENOENT ? STORE_OK : store_fail(s, STORE_ERROR, "sync: %s: %s", wal, strerror(errno));
-    int rc = fdatasync(fd) == 0 ? STORE_OK : store_fail(s, STORE_ERROR, "sync: %s: %s", wal, strerror(errno));
-    close(fd);
-    return rc;
+    return sync_path(s, sqlite3_filename_wal(db));
+}
+
+/* store_sync_data. */
+static int sq_sync_data(store *s)
+{
+    const char *db = sqlite3_db_filename(DB(s), "main");
+    return !db || !*db ? STORE_OK : sync_path(s, db);
+}
+
+/* store_writers_hold: the queue's turn, apart from any transaction's. */
+static bool sq_writers_hold(store *s)
+{
+    sqlite_store *ss = (sqlite_store *)s;
+    if (!ss->wlock || ss->held || ss->wlocked) return false;
+    ss->held = sqlite_wlock_lock(ss->wlock, SQ_BUSY_MS);
+    return ss->held;
+}
+
+static void sq_writers_release(store *s)
+{
+    sqlite_store *ss = (sqlite_store *)s;
+    if (!ss->held) return;
+    ss->held = false;
+    sqlite_wlock_unlock(ss->wlock);
 }
 
 /* store_change_stamp. The count of this connection's changes is read
@@ -389,7 +421,10 @@ const store_ops store_sqlite_ops = {
     .col_len = sq_col_len,
     .now_sql = "SELECT CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)",
     .sync_log = sq_sync_log,
+    .sync_data = sq_sync_data,
     .change_stamp = sq_change_stamp,
+    .writers_hold = sq_writers_hold,
+    .writers_release = sq_writers_release,
 };
 
 /* PRAGMA journal_mode answers with the mode actually in force. */

@@ -42,7 +42,7 @@ static void test_copies_behind_the_writes(void **state)
     EXEC_OK(s, "CREATE TABLE t (i INTEGER PRIMARY KEY, b BLOB)");
     store_gate gate;
     store_gate_init(&gate, true);
-    store_checkpoint *c = store_checkpoint_start(db->url, &gate, "test", "test-ckpt");
+    store_checkpoint *c = store_checkpoint_start(db->url, &gate, "test", "test-ckpt", 0);
     assert_non_null(c);
 
     store_stmt *ins = store_prepare(s, "INSERT INTO t (b) VALUES (randomblob(3000))");
@@ -79,10 +79,55 @@ static void test_copies_behind_the_writes(void **state)
     store_gate_destroy(&gate);
 }
 
+/* A writer on a connection of its own, outside the gate (as the chat
+ * writer is), commits back to back with its own checkpoints off. The
+ * checkpointer's closing pass holds the file's writers' queue, so it finds
+ * the WAL's end between two of those commits and the next one starts the
+ * WAL over, each time the WAL passes the size. When the pass held only the
+ * gate, a commit nearly always landed during it: the WAL grew the whole
+ * time, and the chat writer had to checkpoint by itself, stalling every
+ * message queued behind it. */
+static void test_starts_the_wal_over_under_a_writer_outside_the_gate(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s;
+    EXEC_OK(s, "CREATE TABLE t (i INTEGER PRIMARY KEY, b BLOB)");
+    EXEC_OK(s, "PRAGMA wal_autocheckpoint = 0");
+    store_gate gate;
+    store_gate_init(&gate, true);
+    enum { FRAMES = 256 };
+    store_checkpoint *c = store_checkpoint_start(db->url, &gate, "test", "test-ckpt", FRAMES);
+    assert_non_null(c);
+
+    store_stmt *ins = store_prepare(s, "INSERT INTO t (b) VALUES (randomblob(3000))");
+    assert_non_null(ins);
+    uint32_t mx = 0, backfill = 0, prev = 0, most = 0;
+    int restarts = 0, commits = 0;
+    /* (The checkpointer looks once a second while the WAL is still: the
+     * first second's growth is not counted.) */
+    int64_t start = base_now_ms();
+    for (int64_t now = start; now < start + 4000; now = base_now_ms(), commits++) {
+        assert_int_equal(store_begin(s), STORE_OK);
+        assert_int_equal(store_step(ins), STORE_DONE);
+        store_reset(ins);
+        assert_int_equal(store_commit(s), STORE_OK);
+        wal_index(db->path, &mx, &backfill);
+        if (mx < prev) restarts++;
+        if (mx > most && now > start + 1500) most = mx;
+        prev = mx;
+    }
+    store_checkpoint_stop(c);
+    store_gate_destroy(&gate);
+    if (restarts < 3 || most > 16 * FRAMES)
+        fail_msg("%d commits: the WAL started over %d times and reached %u frames (starts over past %d)", commits,
+                 restarts, most, FRAMES);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         TESTDB_TEST_SQLITE_RAW(test_copies_behind_the_writes),
+        TESTDB_TEST_SQLITE_RAW(test_starts_the_wal_over_under_a_writer_outside_the_gate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

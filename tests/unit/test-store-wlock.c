@@ -219,6 +219,33 @@ static void test_a_wait_gives_up_at_its_bound(void **state)
     sqlite_wlock_release(l);
 }
 
+/* store_writers_hold: a turn in the queue without a transaction (the
+ * checkpointer's closing pass). Another connection's writer waits until
+ * the release, and reads go on meanwhile; a second hold on the same
+ * connection is refused, not a deadlock. */
+static void test_a_hold_without_a_transaction(void **state)
+{
+    testdb *db = *state;
+    EXEC_OK(db->s, "CREATE TABLE t (w TEXT)");
+    sqlite_wlock *l = sqlite_wlock_for(db->path);
+    assert_non_null(l);
+    assert_true(store_writers_hold(db->s));
+    assert_false(store_writers_hold(db->s));
+    writer_arg a = {.url = db->url, .sql = "INSERT INTO t VALUES ('waiter')", .tx = true};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, writer_thread, &a), 0);
+    assert_true(wait_queued(l, 1));
+    int64_t n = -1;
+    assert_int_equal(store_query_int64(db->s, "SELECT count(*) FROM t", &n), STORE_ROW);
+    assert_int_equal(n, 0);
+    store_writers_release(db->s);
+    pthread_join(th, NULL);
+    assert_int_equal(a.rc, STORE_OK);
+    assert_int_equal(store_query_int64(db->s, "SELECT count(*) FROM t", &n), STORE_ROW);
+    assert_int_equal(n, 1);
+    sqlite_wlock_release(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -227,6 +254,7 @@ int main(void)
         TESTDB_TEST_SQLITE_RAW(test_reads_and_pragmas_do_not_queue),
         TESTDB_TEST_SQLITE_RAW(test_lock_bounds),
         TESTDB_TEST_SQLITE_RAW(test_a_wait_gives_up_at_its_bound),
+        TESTDB_TEST_SQLITE_RAW(test_a_hold_without_a_transaction),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
