@@ -277,18 +277,20 @@ static void conn_queue(ws_conn *c, const char *text, size_t len)
     wslay_event_queue_msg(c->wc->ws_ctx, &m);
 }
 
-/* Queues a text frame; a client that lets frames pile up is closed. Not
- * from inside a message callback (it may close the socket). */
-static void conn_send(ws_conn *c, const char *text, size_t len)
+/* Queues a text frame; a client that lets frames pile up is closed (and
+ * c freed: false). Not from inside a message callback (it may close the
+ * socket). */
+static bool conn_send(ws_conn *c, const char *text, size_t len)
 {
-    if (c->closing) return;
+    if (c->closing) return true;
     if (wslay_event_get_queued_msg_count(c->wc->ws_ctx) >= (size_t)c->lp->hub->o.max_queued) {
         log_warn("ws: closing a connection of user %lld: %d frames unsent", (long long)c->user_id,
                  c->lp->hub->o.max_queued);
         conn_kill(c);
-        return;
+        return false;
     }
     conn_queue(c, text, len);
+    return true;
 }
 
 /* Every half ping interval: a connection silent for one and a half
@@ -654,18 +656,27 @@ void ws_hub_send_local(ws_hub *h, int loop, int64_t user_id, int64_t seq, const 
 {
     ws_loop *lp = &h->loops[loop];
     if (!lp->nbuckets) return;
-    /* Frames first, then proceed each: proceeding may free a connection. */
-    ws_conn *todo[64];
-    size_t n = 0;
-    for (ws_conn *c = *bucket_of(lp, user_id); c && n < 64; c = c->next)
-        if (c->user_id == user_id && !c->closing && (seq <= 0 || c->told_seq != seq)) todo[n++] = c;
-    for (size_t i = 0; i < n; i++) conn_send(todo[i], text, len);
-    for (size_t i = 0; i < n; i++) {
-        /* conn_send may have killed it: look it up again. */
-        bool live = false;
-        for (ws_conn *c = *bucket_of(lp, user_id); c && !live; c = c->next) live = c == todo[i];
-        if (live) conn_proceed(todo[i]);
+    /* Frames first, then proceed each: proceeding may free a connection.
+     * A user may have up to --ws-max-per-user (1000) connections here. */
+    ws_conn *stack[64], **todo = stack;
+    size_t n = 0, cap = sizeof stack / sizeof stack[0];
+    for (ws_conn *c = *bucket_of(lp, user_id); c; c = c->next) {
+        if (c->user_id != user_id || c->closing || (seq > 0 && c->told_seq == seq)) continue;
+        if (n == cap) {
+            ws_conn **grown = malloc(2 * cap * sizeof *grown);
+            if (!grown) break; /* out of memory: the rest pull at their next frame */
+            memcpy(grown, todo, n * sizeof *todo);
+            if (todo != stack) free(todo);
+            todo = grown;
+            cap *= 2;
+        }
+        todo[n++] = c;
     }
+    for (size_t i = 0; i < n; i++)
+        if (!conn_send(todo[i], text, len)) todo[i] = NULL; /* killed and freed */
+    for (size_t i = 0; i < n; i++)
+        if (todo[i]) conn_proceed(todo[i]); /* may free todo[i], and no other */
+    if (todo != stack) free(todo);
 }
 
 void ws_hub_counts(ws_hub *h, int64_t *connections, int64_t *users)

@@ -338,6 +338,29 @@ class TestVanished(ServerTest):
             proc.wait()
 
 
+class TestManyDevices(ServerTest):
+    """--ws-max-per-user goes up to 1000: every one of a user's
+    connections hears of a change, however many share an event loop
+    (the push once stopped at the first 64 of a loop)."""
+    server_args = ("--ws-max-per-user", "200")
+
+    def test_every_connection_gets_the_frame(self):
+        (a, ta), (b, tb) = self.server.new_user(), self.server.new_user()
+        conv = self.server.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta).json["id"]
+        socks = [self.server.ws(tb) for _ in range(150)]  # over 64 on one loop, whichever way they fall
+        for s in socks:
+            s.recv()
+        sent = self.server.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": "1", "text": "hi"},
+                                token=ta)
+        self.assertEqual(sent.status, 201, sent)
+        time.sleep(2)  # then each reads what has come (a device left out waits no longer)
+        missed = sum(1 for s in socks if not [f for f in frames(s, lambda f: f.get("seq") == 2, timeout=0.1)
+                                              if f.get("seq") == 2])
+        self.assertEqual(missed, 0)
+        for s in socks:
+            s.close()
+
+
 class TestGatewayDefaults(ServerTest):
     """The same promise with the settings a user gets: 25 s pings, so a
     frozen client stops counting within two intervals (37.5-50 s)."""
