@@ -175,9 +175,15 @@ class ServerTest(unittest.TestCase):
             if getattr(cls, "_failed", False):
                 # The server's side of a failure, kept in the test's log (the
                 # server's own file goes with the test's temporary directory).
-                tail = cls.server.log().splitlines()[-200:]
-                sys.stderr.write("---- last %d lines of the server log of %s ----\n%s\n----\n"
-                                 % (len(tail), cls.__name__, "\n".join(tail)))
+                # Every line but the access log's, then the last 200 of all:
+                # what a component said early in the class (a test that
+                # failed first of several) is not pushed out by requests.
+                lines = cls.server.log().splitlines()
+                said = [l for l in lines if " peer=" not in l][-2000:]
+                sys.stderr.write("---- the server log of %s without requests (%d lines) ----\n%s\n"
+                                 "---- its last %d lines ----\n%s\n----\n"
+                                 % (cls.__name__, len(said), "\n".join(said), min(200, len(lines)),
+                                    "\n".join(lines[-200:])))
         assert code == 0, "server exit code %s\n%s" % (code, cls.server.log()[-3000:])
 
     def run(self, result=None):
