@@ -652,26 +652,25 @@ void ws_hub_send_user(ws_hub *h, int64_t user_id, const char *text, size_t len)
     }
 }
 
+/* Whether c is one of the user's open connections, not told seq already. */
+static bool gets_frame(const ws_conn *c, int64_t user_id, int64_t seq)
+{
+    return c->user_id == user_id && !c->closing && (seq <= 0 || c->told_seq != seq);
+}
+
 void ws_hub_send_local(ws_hub *h, int loop, int64_t user_id, int64_t seq, const char *text, size_t len)
 {
     ws_loop *lp = &h->loops[loop];
     if (!lp->nbuckets) return;
     /* Frames first, then proceed each: proceeding may free a connection.
      * A user may have up to --ws-max-per-user (1000) connections here. */
-    ws_conn *stack[64], **todo = stack;
-    size_t n = 0, cap = sizeof stack / sizeof stack[0];
-    for (ws_conn *c = *bucket_of(lp, user_id); c; c = c->next) {
-        if (c->user_id != user_id || c->closing || (seq > 0 && c->told_seq == seq)) continue;
-        if (n == cap) {
-            ws_conn **grown = malloc(2 * cap * sizeof *grown);
-            if (!grown) break; /* out of memory: the rest pull at their next frame */
-            memcpy(grown, todo, n * sizeof *todo);
-            if (todo != stack) free(todo);
-            todo = grown;
-            cap *= 2;
-        }
-        todo[n++] = c;
-    }
+    size_t n = 0;
+    for (ws_conn *c = *bucket_of(lp, user_id); c; c = c->next) n += gets_frame(c, user_id, seq);
+    ws_conn *stack[64], **todo = n <= 64 ? stack : malloc(n * sizeof *todo);
+    if (!todo) return; /* out of memory: the devices pull at their next frame */
+    n = 0;
+    for (ws_conn *c = *bucket_of(lp, user_id); c; c = c->next)
+        if (gets_frame(c, user_id, seq)) todo[n++] = c;
     for (size_t i = 0; i < n; i++)
         if (!conn_send(todo[i], text, len)) todo[i] = NULL; /* killed and freed */
     for (size_t i = 0; i < n; i++)

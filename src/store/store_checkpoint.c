@@ -36,13 +36,13 @@
  * bench/chat at 5,000 messages a second a pass fell between two commits
  * about 3 times a second, and its fsync (6-8 ms: every page copied since
  * the last one) held up the chat writer's commits at the device: send p99
- * 9 ms, 6-7 ms without. So while the WAL is short of pin_end (1/16 short of the size), a
- * read transaction of the checkpointer's own (the pin) holds each pass to
- * the WAL's end as the previous round saw it: while writes go on, a pass
- * copies all but the last round's frames and syncs nothing. The database
- * file is synced when the writes pause for a round (the pass then reaches
- * the end), and in the rounds past pin_end, before the WAL
- * closes. */
+ * 9 ms, 6-7 ms without. So while the WAL is short of checkpoint_pin_end
+ * (1/16 short of the size), a read transaction of the checkpointer's own
+ * (the pin) holds each pass to the WAL's end as the previous round saw it:
+ * while writes go on, a pass copies all but the last round's frames and
+ * syncs nothing. The database file is synced when the writes pause for a
+ * round (the pass then reaches the end), and in the rounds past
+ * checkpoint_pin_end, before the WAL closes. */
 #include "store/store_checkpoint.h"
 
 #include <errno.h>
@@ -65,13 +65,18 @@ struct store_checkpoint {
     store_gate *gate;
     const char *who;
     const char *thread_name;
-    int64_t frames;  /* the WAL starts over past this many */
-    int64_t pin_end; /* no pin past here */
+    int64_t frames; /* the WAL starts over past this many */
     pthread_t thread;
     pthread_mutex_t mu; /* guards stopping */
     pthread_cond_t cv;  /* stopping set */
     bool stopping;
 };
+
+/* No pin past here. */
+static int64_t checkpoint_pin_end(const store_checkpoint *c)
+{
+    return c->frames - c->frames / 16;
+}
 
 /* Sleeps until wake_ms or a stop; false when stopping. */
 static bool checkpoint_sleep_until(store_checkpoint *c, int64_t wake_ms)
@@ -165,7 +170,7 @@ static void *checkpoint_main(void *p)
         seen = now;
         last = log;
         if (busy && store_sync_log(db) != STORE_OK) log_warn("%s: WAL sync failed: %s", c->who, store_errmsg(db));
-        if (log < c->pin_end)
+        if (log < checkpoint_pin_end(c))
             checkpoint_pin(pin, &pinned);
         else
             checkpoint_unpin(pin, &pinned);
@@ -202,7 +207,6 @@ store_checkpoint *store_checkpoint_start(const char *url, store_gate *gate, cons
     store_checkpoint *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->frames = frames > 0 ? frames : STORE_CKPT_FRAMES;
-    c->pin_end = c->frames - c->frames / 16;
     c->url = strdup(url);
     c->gate = gate;
     c->who = who;

@@ -60,16 +60,24 @@ static void ordered(store *s, const char *first, const char *second)
     if (a > b) fail_msg("%s was written after %s", first, second);
 }
 
+/* Starts a writer (a) on a thread and waits until it queues behind the
+ * caller's hold; the file's lock is the caller's to release. */
+static sqlite_wlock *queue_writer(testdb *db, writer_arg *a, pthread_t *th)
+{
+    sqlite_wlock *l = sqlite_wlock_for(db->path);
+    assert_non_null(l);
+    assert_int_equal(pthread_create(th, NULL, writer_thread, a), 0);
+    assert_true(wait_queued(l, 1));
+    return l;
+}
+
 /* The caller holds the file in a transaction: a writer (a) queues behind
  * it, the transaction ends (commit, or rollback) and at once another
  * begins and writes next_row, as the chat writer does under load. */
 static void hand_over(testdb *db, writer_arg *a, bool commit, const char *next_row)
 {
-    sqlite_wlock *l = sqlite_wlock_for(db->path);
-    assert_non_null(l);
     pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, writer_thread, a), 0);
-    assert_true(wait_queued(l, 1));
+    sqlite_wlock *l = queue_writer(db, a, &th);
     assert_int_equal(commit ? store_commit(db->s) : store_rollback(db->s), STORE_OK);
     assert_int_equal(store_begin(db->s), STORE_OK);
     char q[100];
@@ -227,14 +235,11 @@ static void test_a_hold_without_a_transaction(void **state)
 {
     testdb *db = *state;
     EXEC_OK(db->s, "CREATE TABLE t (w TEXT)");
-    sqlite_wlock *l = sqlite_wlock_for(db->path);
-    assert_non_null(l);
     assert_true(store_writers_hold(db->s));
     assert_false(store_writers_hold(db->s));
     writer_arg a = {.url = db->url, .sql = "INSERT INTO t VALUES ('waiter')", .tx = true};
     pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, writer_thread, &a), 0);
-    assert_true(wait_queued(l, 1));
+    sqlite_wlock *l = queue_writer(db, &a, &th);
     int64_t n = -1;
     assert_int_equal(store_query_int64(db->s, "SELECT count(*) FROM t", &n), STORE_ROW);
     assert_int_equal(n, 0);
