@@ -418,11 +418,23 @@ h2o_context_t *http_server_context(http_server *s, int loop)
     return &s->threads[loop].ctx;
 }
 
+static const char *ws_key(h2o_req_t *req)
+{
+    const char *key = NULL;
+    if (req->version >= 0x200 || h2o_is_websocket_handshake(req, &key) != 0) return NULL;
+    return key;
+}
+
+bool http_server_is_ws(http_req *r)
+{
+    return ws_key(r->impl) != NULL;
+}
+
 h2o_websocket_conn_t *http_server_upgrade_ws(http_req *r, void *data, h2o_websocket_msg_callback cb)
 {
     h2o_req_t *req = r->impl;
-    const char *key = NULL;
-    if (req->version >= 0x200 || h2o_is_websocket_handshake(req, &key) != 0 || !key) return NULL;
+    const char *key = ws_key(req);
+    if (!key) return NULL;
     loop_thread *t = thread_of(req);
     /* h2o writes the 101 itself, past our filters and finish(). */
     r->answered = true;

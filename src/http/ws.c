@@ -553,6 +553,7 @@ uint64_t ws_hub_token(ws_hub *h, int loop)
 
 int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, uint64_t token, const char *hello)
 {
+    if (!http_server_is_ws(r)) return -1;
     ws_loop *lp = &h->loops[r->loop];
     ws_conn *c = calloc(1, sizeof *c);
     if (!c || !conns_grow(lp)) {
@@ -566,9 +567,22 @@ int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, uint64_t token, cons
     c->token = token;
     c->timer.cb = on_timer;
     c->seen_ms = c->pinged_ms = h2o_now(lp->ctx->loop);
+    /* Listed before the 101 goes out: h2o writes it at once, and a client
+     * that opens its next connection on hearing it (maybe on another loop)
+     * must find this one older, or the cap closes the wrong one. */
+    uint64_t old = 0;
+    bool first = false;
+    pthread_mutex_lock(&h->mu);
+    bool added = users_add(h, user_id, c->id, &old, &first);
+    pthread_mutex_unlock(&h->mu);
+    if (!added) log_error("ws: out of memory registering a connection");
     c->wc = http_server_upgrade_ws(r, c, on_ws_msg);
-    if (!c->wc) {
+    if (!c->wc) { /* not after the check above; unlisted as if closed */
+        pthread_mutex_lock(&h->mu);
+        users_remove(h, user_id, c->id);
+        pthread_mutex_unlock(&h->mu);
         free(c);
+        if (old) evict(h, old);
         return -1;
     }
     wslay_event_config_set_max_recv_msg_length(c->wc->ws_ctx, h->o.max_frame);
@@ -578,12 +592,6 @@ int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, uint64_t token, cons
     lp->nconns++;
     h2o_timeout_link(lp->ctx->loop, &lp->tick_timeout, &c->timer);
     if (hello) conn_queue(c, hello, strlen(hello));
-    uint64_t old = 0;
-    bool first = false;
-    pthread_mutex_lock(&h->mu);
-    bool added = users_add(h, user_id, c->id, &old, &first);
-    pthread_mutex_unlock(&h->mu);
-    if (!added) log_error("ws: out of memory registering a connection");
     if (first && h->ev.on_online) h->ev.on_online(h->ev.arg, user_id);
     if (old) evict(h, old);
     return 0;
