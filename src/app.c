@@ -116,7 +116,8 @@ static int users_start(app *a)
 static int hot_setup(app *a, http_server *s)
 {
     char err[200] = "out of memory";
-    hot_opts o = {.db_url = a->cfg.db, .redis_url = a->cfg.redis, .node_id = a->node_id, .dbs = a->dbs,
+    hot_opts o = {.db_url = a->cfg.db, .redis_host = a->redis_host[0] ? a->redis_host : NULL,
+                  .redis_port = a->redis_port, .node_id = a->node_id, .dbs = a->dbs,
                   .feed = &a->feed, .window_ms = a->cfg.hot_window_days * 86400000, .every_ms = a->cfg.hot_every,
                   .size = (int)a->cfg.hot_size};
     if (hot_rank_config(a->cfg.hot_formula, a->cfg.hot_weights, a->cfg.hot_gravity, &o.rank, err, sizeof err) != 0 ||
@@ -135,8 +136,25 @@ int app_hot_start(app *a)
     return hot_start(a->hot);
 }
 
+/* --redis, looked up once for the bus and the hot list. -1 (logged) when
+ * it is not redis://HOST:PORT. */
+static int redis_resolve(app *a)
+{
+    a->redis_host[0] = '\0';
+    if (!a->cfg.redis[0]) return 0;
+    char *host = NULL;
+    if (bus_redis_address(a->cfg.redis, &host, &a->redis_port) != 0) {
+        log_error("--redis '%s' is not redis://HOST:PORT", a->cfg.redis);
+        return -1;
+    }
+    snprintf(a->redis_host, sizeof a->redis_host, "%s", host);
+    free(host);
+    return 0;
+}
+
 http_server *app_http_new(app *a)
 {
+    if (redis_resolve(a) != 0) return NULL;
     http_server_opts opts = {
         .listen = a->cfg.listen,
         .threads = (int)a->cfg.threads,
@@ -411,7 +429,8 @@ static void app_on_bus(void *arg, const char *payload, size_t len)
 
 int app_chat_start(app *a)
 {
-    bus_opts bo = {.db_url = a->cfg.db, .redis_url = a->cfg.redis, .node_id = a->node_id};
+    bus_opts bo = {.db_url = a->cfg.db, .redis_host = a->redis_host[0] ? a->redis_host : NULL,
+                   .redis_port = a->redis_port, .node_id = a->node_id};
     if (!(a->bus = bus_new(&bo, app_on_bus, a)) || bus_start(a->bus) != 0) {
         log_error("cannot start the bus between nodes");
         return -1;

@@ -58,6 +58,10 @@ typedef struct app {
     /* This node's id and the lock that proves it ours (identity.h). */
     node_identity *identity;
     char node_id[64];
+    /* --redis as an address, looked up once at start (app_http_new), for
+     * the bus and the hot list; redis_host[0] == 0 without --redis. */
+    char redis_host[256];
+    int redis_port;
     /* The job scheduler and what it borrows; app_jobs_start makes them. */
     jobs_registry *jobs;
     jobs_scheduler *scheduler;

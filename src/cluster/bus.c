@@ -90,12 +90,12 @@ bus *bus_new(const bus_opts *o, bus_fn fn, void *arg)
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
     bool pg = o->db_url && (strncmp(o->db_url, "postgres://", 11) == 0 || strncmp(o->db_url, "postgresql://", 13) == 0);
-    if (o->redis_url && o->redis_url[0]) {
-        if (bus_redis_address(o->redis_url, &b->redis_host, &b->redis_port) != 0) {
-            log_error("bus: '%s' is not redis://HOST:PORT", o->redis_url);
+    if (o->redis_host) {
+        if (!(b->redis_host = strdup(o->redis_host))) {
             bus_free(b);
             return NULL;
         }
+        b->redis_port = o->redis_port;
         b->enabled = true;
     } else if (pg) {
         if (!(b->db_url = strdup(o->db_url))) {

@@ -27,7 +27,8 @@ typedef void (*bus_fn)(void *arg, const char *payload, size_t len);
 
 typedef struct bus_opts {
     const char *db_url;    /* sqlite:... (no bus) or postgresql://... */
-    const char *redis_url; /* redis://host:port, or NULL/"" for PostgreSQL's */
+    const char *redis_host; /* Redis's address (bus_redis_address), or NULL for PostgreSQL's */
+    int redis_port;
     const char *node_id;   /* who we are (hints of our own are dropped) */
     const char *channel;   /* default "chime" */
 } bus_opts;
@@ -46,8 +47,8 @@ int bus_enabled(const bus *b);
 void bus_free(bus *b);
 /* redis://HOST:PORT (or HOST:PORT) -> *host (malloc'd, the caller frees)
  * and *port (6379 when absent). 0, or -1 when it is not one. A host name
- * comes back as the address it has now (looked up once, here). Shared with
- * the hot list's Redis tier, so both read --redis alike. */
+ * comes back as the address it has now (looked up here: the server does it
+ * once, at start, and hands the address to the bus and the hot list). */
 int bus_redis_address(const char *url, char **host, int *port);
 
 #endif

@@ -15,12 +15,11 @@ hot_service *hot_new(const hot_opts *o, int loops)
     }
     h->o = *o;
     snprintf(h->db_url, sizeof h->db_url, "%s", o->db_url);
-    snprintf(h->redis_url, sizeof h->redis_url, "%s", o->redis_url ? o->redis_url : "");
     snprintf(h->node_id, sizeof h->node_id, "%s", o->node_id ? o->node_id : "");
     h->o.db_url = h->db_url;
-    h->o.redis_url = h->redis_url;
+    h->o.redis_host = NULL; /* the cache keeps its own copy */
     h->o.node_id = h->node_id;
-    if (!(h->cache = hot_cache_new(loops, h->db_url, h->redis_url)) || !(h->views = hot_views_new(h->db_url))) {
+    if (!(h->cache = hot_cache_new(loops, h->db_url, o->redis_host, o->redis_port)) || !(h->views = hot_views_new(h->db_url))) {
         hot_free(h);
         return NULL;
     }

@@ -41,7 +41,8 @@
 
 typedef struct hot_opts {
     const char *db_url;    /* the pollers' and the view writer's own connections */
-    const char *redis_url; /* NULL or "": the database is the shared tier */
+    const char *redis_host; /* Redis's address (bus_redis_address), or NULL: the database is the shared tier */
+    int redis_port;
     const char *node_id;
     store_pool *dbs;       /* borrowed: the loops' connections */
     feed_http *feed;       /* borrowed: post ids, limits and the fan-out for shares */

@@ -33,7 +33,6 @@
 #include <unistd.h>
 
 #include "base/base.h"
-#include "cluster/bus.h"
 #include "hot/hot_int.h"
 #include "http/json.h"
 #include "time/rfc3339.h"
@@ -471,7 +470,7 @@ static void *db_main(void *p)
 
 /* ---- life ------------------------------------------------------------------------------ */
 
-hot_cache *hot_cache_new(int loops, const char *db_url, const char *redis_url)
+hot_cache *hot_cache_new(int loops, const char *db_url, const char *redis_host, int redis_port)
 {
     hot_cache *c = calloc(1, sizeof *c);
     if (!c || !(c->slots = calloc((size_t)loops, sizeof *c->slots))) {
@@ -480,12 +479,12 @@ hot_cache *hot_cache_new(int loops, const char *db_url, const char *redis_url)
     }
     c->loops = loops;
     snprintf(c->db_url, sizeof c->db_url, "%s", db_url);
-    if (redis_url && redis_url[0] && bus_redis_address(redis_url, &c->redis_host, &c->redis_port) != 0) {
-        log_error("hot: '%s' is not redis://HOST:PORT", redis_url);
+    if (redis_host && !(c->redis_host = strdup(redis_host))) {
         free(c->slots);
         free(c);
         return NULL;
     }
+    c->redis_port = redis_port;
     pthread_mutex_init(&c->mu, NULL);
     pthread_mutex_init(&c->stop_mu, NULL);
     pthread_condattr_t ca;

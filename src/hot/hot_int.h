@@ -26,7 +26,7 @@ typedef struct hot_snap {
 
 typedef struct hot_cache hot_cache;
 
-hot_cache *hot_cache_new(int loops, const char *db_url, const char *redis_url);
+hot_cache *hot_cache_new(int loops, const char *db_url, const char *redis_host, int redis_port);
 void hot_cache_free(hot_cache *c); /* stops the threads first */
 /* Redis, then the database; blocking, at start. 0 (an empty list when
  * nothing was ever published), or -1 when neither answered. */
@@ -60,7 +60,7 @@ void hot_views_submit(hot_views *v, http_req *r, int64_t post_id, int64_t user_i
 
 struct hot_service {
     hot_opts o;
-    char db_url[1024], redis_url[512], node_id[64];
+    char db_url[1024], node_id[64];
     hot_cache *cache;
     hot_views *views;
     /* The recompute on this node, for /metrics. */

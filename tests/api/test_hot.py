@@ -431,6 +431,25 @@ class TestTwoNodes(ClusterBase):
 class TestRedis(ClusterBase):
     """One node on SQLite, two on PostgreSQL, with a real redis-server."""
 
+    def test_a_name_serves_both_and_a_bad_url_stops_the_start(self):
+        """--redis is read once, at start, for the bus and the hot list: a
+        host name reaches Redis through both, and what is not
+        redis://HOST:PORT stops the server before it listens."""
+        self.redis = Redis().start()
+        s = self.node(fresh_db(), ["--redis", "redis://localhost:%d" % self.redis.port])
+        self.seed(s)
+        self.assertTrue(wait_for(lambda: int(redis_get(self.redis.port, "chime:hot:version") or 0) >= 1, timeout=15))
+        self.assertEqual(s.stop(), 0)
+        self.assertIn("bus: hints between nodes go through Redis pub/sub", s.log())
+        self.assertNotIn("cannot connect to redis", s.log())
+        for bad in ("redis://h:0", "redis://", "redis://h:70000"):
+            t = Server(db=fresh_db(), args=["--redis", bad])
+            with self.assertRaises(RuntimeError) as e:
+                t.start(timeout=10)
+            self.assertIn("--redis '%s' is not redis://HOST:PORT" % bad, str(e.exception))
+            self.assertNotIn("listening on", str(e.exception))
+            self.assertEqual(t.proc.wait(timeout=10), 1)
+
     def test_redis_killed_and_back(self):
         self.redis = Redis().start()
         db = fresh_db()
