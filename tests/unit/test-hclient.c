@@ -5,10 +5,14 @@
  * ends, one retry of a request a kept-alive connection dropped, timeouts,
  * refused addresses, failed connects and lookups, TLS with a trusted, an
  * untrusted and a misnamed certificate, the per-origin limit and a clean
- * stop. */
+ * stop, also when the stop message is slow to reach the loop. */
+#define _GNU_SOURCE
 #include "testutil.h"
 
+#include <dlfcn.h>
+#include <h2o.h>
 #include <jansson.h>
+#include <stdatomic.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -367,6 +371,42 @@ static void test_free_waits_for_requests(void **state)
     }
 }
 
+/* h2o's send, made slow once for one thread: this program's definition is
+ * the one hclient.o links to, and it calls h2o's own after the nap. */
+static pthread_t slow_sender;
+static atomic_bool slow_send;
+static void (*real_send)(h2o_multithread_receiver_t *, h2o_multithread_message_t *);
+static pthread_once_t real_send_once = PTHREAD_ONCE_INIT;
+
+static void real_send_find(void)
+{
+    real_send = (void (*)(h2o_multithread_receiver_t *, h2o_multithread_message_t *))dlsym(
+        RTLD_NEXT, "h2o_multithread_send_message");
+    if (!real_send) abort();
+}
+
+void h2o_multithread_send_message(h2o_multithread_receiver_t *receiver, h2o_multithread_message_t *message)
+{
+    pthread_once(&real_send_once, real_send_find);
+    if (atomic_load(&slow_send) && pthread_equal(pthread_self(), slow_sender) && atomic_exchange(&slow_send, false))
+        nap_ms(400);
+    real_send(receiver, message);
+}
+
+/* hclient_free's stop message is queued after the loop has had time to
+ * wake (it does every 100 ms) and find nothing outstanding: the loop must
+ * still wait for the message, not unmake the queue the send is about to
+ * touch (the once-seen segfault at the end of test-channels'
+ * test_webhook_timeout, where the caller was preempted there). */
+static void test_free_with_a_slow_stop_message(void **state)
+{
+    hclient *c = open_client(300, 1);
+    expect_error(c, false, "127.0.0.1", "/slow/2000", "timed out after 300 ms");
+    slow_sender = pthread_self();
+    atomic_store(&slow_send, true);
+    hclient_free(c);
+}
+
 /* ---- TLS ------------------------------------------------------------------ */
 
 static void test_tls_trusted(void **state)
@@ -436,6 +476,7 @@ int main(void)
         cmocka_unit_test(test_lookup_failure),
         cmocka_unit_test(test_per_origin_limit),
         cmocka_unit_test(test_free_waits_for_requests),
+        cmocka_unit_test(test_free_with_a_slow_stop_message),
         cmocka_unit_test(test_tls_trusted),
         cmocka_unit_test(test_tls_untrusted),
         cmocka_unit_test(test_tls_other_name),
