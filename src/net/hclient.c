@@ -295,7 +295,10 @@ static void conn_answered(hc_conn *k)
     k->uses++;
     h2o_timeout_unlink(&k->timer);
     int status = k->answer.status;
-    if (k->answer.close_after) {
+    /* An answer can come before the whole request is written (a receiver
+     * refusing a large body at its head). h2o still writes from r->buf,
+     * freed below, and takes one write at a time: the connection ends. */
+    if (k->answer.close_after || h2o_socket_is_writing(k->sock)) {
         conn_close(k);
     } else {
         k->state = HC_IDLE;
