@@ -16,7 +16,15 @@
  * on its delivery id should the first have been processed after all.
  *
  * Names resolve on h2o's DNS thread; the addresses are kept for
- * HC_DNS_TTL_MS, without the refused ones. Connecting tries them in turn. */
+ * HC_DNS_TTL_MS, without the refused ones. Connecting tries them in turn.
+ *
+ * h2o's multithread send still touches the queue after the message is on
+ * it (the receiver's links, then the pipe that wakes the loop), so our
+ * sends hold mu throughout, and the loop unmakes the queue only after it
+ * has taken the stop message and, under mu, found nothing outstanding:
+ * no send of ours is then under way, nor can one start. (h2o's DNS thread
+ * sends its answers without mu; one taken on another's wakeup can still
+ * be writing the pipe as the loop closes it.) */
 #define _GNU_SOURCE
 #include "net/hclient.h"
 
@@ -111,6 +119,7 @@ struct hclient {
     SSL_CTX *ssl;
     hc_origin *origins[HC_BUCKETS];
     int lookups; /* DNS answers still to come (the loop's) */
+    bool stop_taken; /* the loop's: the stop message arrived */
     pthread_mutex_t mu;
     pthread_cond_t cv;  /* state left HC_STARTING */
     enum { HC_STARTING, HC_RUNNING, HC_FAILED } state; /* under mu */
@@ -195,13 +204,15 @@ int hclient_post(hclient *c, const char *url, const char *headers, const char *b
     r->len = (size_t)n + body_len;
     pthread_mutex_lock(&c->mu);
     bool ok = !c->stopping;
-    if (ok) c->outstanding++;
+    if (ok) {
+        c->outstanding++;
+        h2o_multithread_send_message(&c->submit_rx, &r->msg); /* under mu: see the top */
+    }
     pthread_mutex_unlock(&c->mu);
     if (!ok) {
         free(r);
         return -1;
     }
-    h2o_multithread_send_message(&c->submit_rx, &r->msg);
     return 0;
 }
 
@@ -284,7 +295,10 @@ static void conn_answered(hc_conn *k)
     k->uses++;
     h2o_timeout_unlink(&k->timer);
     int status = k->answer.status;
-    if (k->answer.close_after) {
+    /* An answer can come before the whole request is written (a receiver
+     * refusing a large body at its head). h2o still writes from r->buf,
+     * freed below, and takes one write at a time: the connection ends. */
+    if (k->answer.close_after || h2o_socket_is_writing(k->sock)) {
         conn_close(k);
     } else {
         k->state = HC_IDLE;
@@ -590,13 +604,21 @@ static void on_sweep(h2o_timeout_entry_t *entry)
 
 static void on_stop(h2o_multithread_receiver_t *rx, h2o_linklist_t *messages)
 {
+    hclient *c = H2O_STRUCT_FROM_MEMBER(hclient, stop_rx, rx);
     while (!h2o_linklist_is_empty(messages)) h2o_linklist_unlink(messages->next);
+    c->stop_taken = true;
 }
 
+/* Not on `stopping` alone: hclient_free sets it before its stop message
+ * is on the queue, and a loop that went on to unregister the receiver
+ * and close the pipe then made that send fail (a segfault unlinking the
+ * receiver in h2o_multithread_send_message, once at the end of
+ * test-channels' test_webhook_timeout). The stop can be taken while its
+ * sender is still writing the pipe: taking mu waits that out. */
 static bool done_running(hclient *c)
 {
     pthread_mutex_lock(&c->mu);
-    bool done = c->stopping && c->outstanding == 0;
+    bool done = c->stop_taken && c->outstanding == 0;
     pthread_mutex_unlock(&c->mu);
     return done && c->lookups == 0;
 }
@@ -740,8 +762,8 @@ void hclient_free(hclient *c)
     if (!c) return;
     pthread_mutex_lock(&c->mu);
     c->stopping = true;
+    h2o_multithread_send_message(&c->stop_rx, &c->stop_msg); /* wakes the loop; under mu: see the top */
     pthread_mutex_unlock(&c->mu);
-    h2o_multithread_send_message(&c->stop_rx, &c->stop_msg); /* wakes the loop */
     pthread_join(c->thread, NULL);
     client_dispose(c);
 }

@@ -2,15 +2,20 @@
  * receivers on loopback (tests/api/receivers.py): the request it writes,
  * how it reads answers (lengths, chunks, read to the close, interim 100s,
  * garbage, oversized heads), keep-alive reuse and the connections a peer
- * ends, one retry of a request a kept-alive connection dropped, timeouts,
+ * ends, one retry of a request a kept-alive connection dropped, an answer
+ * before the whole request is written, timeouts,
  * refused addresses, failed connects and lookups, TLS with a trusted, an
  * untrusted and a misnamed certificate, the per-origin limit and a clean
- * stop. */
+ * stop, also when the stop message is slow to reach the loop. */
+#define _GNU_SOURCE
 #include "testutil.h"
 
+#include <dlfcn.h>
+#include <h2o.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -262,6 +267,69 @@ static void test_dropped_request_retried_once(void **state)
     hclient_free(c);
 }
 
+/* A receiver that answers 413 once it has a request's head, and reads no
+ * more of it: a large body stays unwritten. Its connections stay open. */
+typedef struct early {
+    int listen_fd, port;
+    int conns[2];
+} early;
+
+static void *early_serve(void *p)
+{
+    early *e = p;
+    static const char answer413[] = "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n";
+    for (int i = 0; i < 2; i++) {
+        int fd = e->conns[i] = accept(e->listen_fd, NULL, NULL);
+        if (fd < 0) return NULL;
+        char head[4096] = "";
+        for (size_t n = 0; n < sizeof head - 1 && !strstr(head, "\r\n\r\n"); n++)
+            if (read(fd, head + n, 1) != 1) break;
+        if (write(fd, answer413, sizeof answer413 - 1) < 0) return NULL;
+    }
+    return NULL;
+}
+
+static void early_start(early *e, pthread_t *t)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    *e = (early){.listen_fd = socket(AF_INET, SOCK_STREAM, 0), .conns = {-1, -1}};
+    assert_int_equal(bind(e->listen_fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    assert_int_equal(listen(e->listen_fd, 4), 0);
+    assert_int_equal(getsockname(e->listen_fd, (struct sockaddr *)&sa, &len), 0);
+    e->port = ntohs(sa.sin_port);
+    assert_int_equal(pthread_create(t, NULL, early_serve, e), 0);
+}
+
+/* The answer comes while the request is still being written (32 MB:
+ * more than loopback's buffers hold). The connection must not be kept:
+ * h2o still holds the request's buffer and takes one write at a time, so
+ * the next request goes on a new connection, and gets its answer too. */
+static void test_answer_before_the_request_is_written(void **state)
+{
+    enum { BIG = 32 << 20 };
+    early e;
+    pthread_t t;
+    early_start(&e, &t);
+    hclient *c = open_client(5000, 1);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/upload", e.port);
+    char *body = calloc(1, BIG);
+    assert_non_null(body);
+    answer a[2];
+    for (int i = 0; i < 2; i++) {
+        answer_init(&a[i]);
+        assert_int_equal(hclient_post(c, url, NULL, body, i == 0 ? BIG : 2, on_answer, &a[i]), 0);
+        answer_wait(&a[i]);
+        if (a[i].status != 413) fail_msg("request %d: %d %s", i, a[i].status, a[i].error);
+    }
+    free(body);
+    hclient_free(c);
+    pthread_join(t, NULL);
+    for (int i = 0; i < 2; i++) close(e.conns[i]);
+    close(e.listen_fd);
+}
+
 static void test_timeout(void **state)
 {
     hclient *c = open_client(300, 1);
@@ -367,6 +435,42 @@ static void test_free_waits_for_requests(void **state)
     }
 }
 
+/* h2o's send, made slow once for one thread: this program's definition is
+ * the one hclient.o links to, and it calls h2o's own after the nap. */
+static pthread_t slow_sender;
+static atomic_bool slow_send;
+static void (*real_send)(h2o_multithread_receiver_t *, h2o_multithread_message_t *);
+static pthread_once_t real_send_once = PTHREAD_ONCE_INIT;
+
+static void real_send_find(void)
+{
+    real_send = (void (*)(h2o_multithread_receiver_t *, h2o_multithread_message_t *))dlsym(
+        RTLD_NEXT, "h2o_multithread_send_message");
+    if (!real_send) abort();
+}
+
+void h2o_multithread_send_message(h2o_multithread_receiver_t *receiver, h2o_multithread_message_t *message)
+{
+    pthread_once(&real_send_once, real_send_find);
+    if (atomic_load(&slow_send) && pthread_equal(pthread_self(), slow_sender) && atomic_exchange(&slow_send, false))
+        nap_ms(400);
+    real_send(receiver, message);
+}
+
+/* hclient_free's stop message is queued after the loop has had time to
+ * wake (it does every 100 ms) and find nothing outstanding: the loop must
+ * still wait for the message, not unmake the queue the send is about to
+ * touch (the once-seen segfault at the end of test-channels'
+ * test_webhook_timeout, where the caller was preempted there). */
+static void test_free_with_a_slow_stop_message(void **state)
+{
+    hclient *c = open_client(300, 1);
+    expect_error(c, false, "127.0.0.1", "/slow/2000", "timed out after 300 ms");
+    slow_sender = pthread_self();
+    atomic_store(&slow_send, true);
+    hclient_free(c);
+}
+
 /* ---- TLS ------------------------------------------------------------------ */
 
 static void test_tls_trusted(void **state)
@@ -430,12 +534,14 @@ int main(void)
         cmocka_unit_test(test_keep_alive_reused),
         cmocka_unit_test(test_peer_closed_idle_connection),
         cmocka_unit_test(test_dropped_request_retried_once),
+        cmocka_unit_test(test_answer_before_the_request_is_written),
         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_refused_addresses),
         cmocka_unit_test(test_connect_failure),
         cmocka_unit_test(test_lookup_failure),
         cmocka_unit_test(test_per_origin_limit),
         cmocka_unit_test(test_free_waits_for_requests),
+        cmocka_unit_test(test_free_with_a_slow_stop_message),
         cmocka_unit_test(test_tls_trusted),
         cmocka_unit_test(test_tls_untrusted),
         cmocka_unit_test(test_tls_other_name),
