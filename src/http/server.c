@@ -529,11 +529,46 @@ void http_send_no_route(http_req *r)
     http_send_error(r, 404, "not_found", NULL, "no such resource");
 }
 
+/* Whether the path as sent holds an encoded slash (%2F). */
+static bool has_encoded_slash(http_str path)
+{
+    for (size_t i = 0; i + 2 < path.len; i++)
+        if (path.ptr[i] == '%' && path.ptr[i + 1] == '2' && (path.ptr[i + 2] == 'F' || path.ptr[i + 2] == 'f'))
+            return true;
+    return false;
+}
+
+/* Decodes the route's parameters of a path matched as sent, into the
+ * request's pool. False on a bad escape. */
+static bool params_decode(http_req *r)
+{
+    h2o_req_t *req = r->impl;
+    for (int k = 0; k < r->nparams; k++) {
+        http_str *p = &r->params[k];
+        char *buf = h2o_mem_alloc_pool(&req->pool, p->len + 1);
+        if (http_url_decode(p->ptr, p->len, buf, p->len + 1, false) != 0) return false;
+        *p = (http_str){buf, strlen(buf)};
+    }
+    return true;
+}
+
+/* Routes on h2o's normalized path (decoded, dot segments resolved), but
+ * that decodes %2F into a separator: a segment holding an encoded slash
+ * (a CalDAV resource its client named "a%2Fb.ics") would route as two.
+ * Such a path is routed as sent, and its parameters decoded after. */
+static int route_of(http_server *srv, http_req *r, unsigned *allowed)
+{
+    h2o_req_t *req = r->impl;
+    if (!has_encoded_slash(r->path))
+        return router_match(&srv->routes, r->method, req->path_normalized.base, req->path_normalized.len, r, allowed);
+    int i = router_match(&srv->routes, r->method, r->path.ptr, r->path.len, r, allowed);
+    return i >= 0 && !params_decode(r) ? -1 : i;
+}
+
 static void dispatch(http_server *srv, http_req *r)
 {
     unsigned allowed;
-    h2o_req_t *req = r->impl;
-    int i = router_match(&srv->routes, r->method, req->path_normalized.base, req->path_normalized.len, r, &allowed);
+    int i = route_of(srv, r, &allowed);
     r->route_index = i >= 0 ? i : ROUTER_MAX_ROUTES;
     r->route_allowed = i == -2 ? allowed : 0;
     if (i < 0 && srv->fallback && (r->method & (HTTP_GET | HTTP_HEAD))) {

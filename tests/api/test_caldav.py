@@ -311,6 +311,27 @@ class CalDAVClientTest(ServerTest):
         self.assertEqual(self.ada.instances(self.json_calendar_id("Work")), before)
         self.assertEqual(self.ada.dav("GET", base + "new.ics").status, 404)
 
+    def test_a_name_holding_an_encoded_slash_is_one_resource(self):
+        """A client may name a resource with %2F in it (a slash inside one
+        path segment, RFC 3986): it is one resource under that name, listed
+        with the slash encoded again, and no other path reaches it."""
+        cal = self.new_calendar("Slash")
+        base = urllib.parse.urlparse(str(cal.url)).path
+        path = base + "a%2Fb.ics"
+        r = self.ada.put(path, simple("slash@test", "20261101T100000Z", "20261101T110000Z"))
+        self.assertEqual(r.status, 201, r)
+        r = self.ada.dav("GET", path)
+        self.assertEqual(r.status, 200, r)
+        self.assertIn("UID:slash@test", r.body)
+        self.assertEqual(self.ada.dav("GET", base + "a%2fb.ics").status, 200)
+        self.assertEqual(self.ada.dav("GET", base + "a/b.ics").status, 404)
+        r = self.ada.dav("PROPFIND", base, propfind(["D:getetag"]), depth=1)
+        self.assertEqual(r.status, 207, r)
+        hrefs = [h.text for h in ET.fromstring(r.body.encode()).iter("{DAV:}href")]
+        self.assertIn(path, hrefs)
+        self.assertEqual(self.ada.dav("DELETE", path).status, 204)
+        self.assertEqual(self.ada.dav("GET", path).status, 404)
+
     def test_put_equals_import(self):
         """A PUT stores what the same text imported stores, and what GET
         returns stores the same again."""

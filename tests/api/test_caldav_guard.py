@@ -103,6 +103,22 @@ class CalDAVGuardTest(ServerTest):
         alias = self.ada.home + bob_cal + "/"
         self.assertEqual(self.ada.dav("PROPFIND", alias, depth=0).status, 404)
         self.assertEqual(self.ada.put(alias + "e.ics", EVENT).status, 404)
+        # Encoded slashes (routed as sent, each segment decoded alone) reach
+        # nothing across segments: Bob's calendar through Ada's, or up. (A
+        # path one segment short is a collection's: 405 for GET and PUT.)
+        for path in (self.ada.home + "..%2F" + bob.id + "%2F" + bob_cal + "/e.ics",
+                     self.ada.home + bob_cal + "%2Fe.ics", bob_path.rstrip("/") + "%2Fe.ics",
+                     self.path + "..%2F..%2F" + bob.id + "%2F" + bob_cal + "%2Fe.ics"):
+            for method in ("GET", "DELETE"):
+                r = self.ada.dav(method, path)
+                self.assertIn(r.status, (404, 405), (method, path, r))
+                self.assertNotIn("Private", r.body)
+            if not path.startswith(self.path):
+                self.assertIn(self.ada.put(path, EVENT.replace("Private", "Defaced")).status, (404, 405), path)
+        # In Ada's own calendar that last one is just a name of hers.
+        path = self.path + "..%2F..%2F" + bob.id + "%2F" + bob_cal + "%2Fe.ics"
+        self.assertEqual(self.ada.put(path, EVENT.replace("Private", "Hers")).status, 201)
+        self.assertIn("Hers", self.ada.dav("GET", path).body)
         # Bob's resource named in a multiget of Ada's own collection.
         r = self.ada.dav("REPORT", self.path,
                          '<C:calendar-multiget xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav"><D:prop>'
