@@ -11,15 +11,21 @@ window after the kill -- is adopted by the restarted process when it takes
 its lease groups back, and fires at its time or within a second of the
 restart, not when the dead claims' holds end (3 s past due).
 
+On PostgreSQL a third case does the same across two nodes: the one holding
+the reminders' lease group is SIGKILLed, and the other, taking the group
+when its lease runs out (a short TTL here), adopts the dead node's claims
+before their holds end.
+
 Each event carries an in-app and a webhook reminder; the webhooks go to a
 real HTTP receiver on loopback (tests/api/receivers.py), which records when
 each request arrived. Runs on SQLite and on PostgreSQL."""
+import collections
 import datetime
 import signal
 import time
 import unittest
 
-from chime import NodesTest
+from chime import BACKEND, NodesTest, Server
 from receivers import HttpReceiver
 from test_jobs import sql, wait_for
 from test_jobs_cluster import node_id
@@ -34,6 +40,10 @@ SLACK = 2.0                    # allowed lateness beyond the downtime
 # second QUICK_KILL_AT s in, restarted at once; every reminder due after the kill must fire within
 # QUICK_SLACK of its due time or of the restart, whichever is later.
 QUICK_SPAN, QUICK_PER_SECOND, QUICK_KILL_AT, QUICK_SLACK = 5, 6, 1.0, 1.0
+# The takeover: leases run out after TAKEOVER_TTL s.
+TAKEOVER_TTL = 1.0
+TAKEOVER_ARGS = ARGS + ["--lease-ttl", str(TAKEOVER_TTL), "--lease-heartbeat", "0.25"]
+SHARDS, GROUPS = 1024, 64      # the defaults
 
 
 def iso(t):
@@ -149,6 +159,55 @@ class TestRestart(NodesTest):
         self.assertLessEqual(worst, QUICK_SLACK, "fired %.2f s late after a restart %.2f s after the kill"
                              % (worst, back - killed))
         self.assertEqual(s.stop(), 0)
+
+    @unittest.skipUnless(BACKEND == "pg", "two nodes need PostgreSQL")
+    def test_takeover_adopts_the_dead_nodes_claims(self):
+        nodes = [Server(db=self.db, args=TAKEOVER_ARGS).start() for _ in range(2)]
+        self.servers += nodes
+        # Settled: half the groups each (a node releases its surplus, the
+        # other takes it at its next heartbeat).
+        halves = lambda: sorted(collections.Counter(o for n, (o, _) in self.leases().items()
+                                                    if n.startswith("reminders/") and o).items())
+        self.assertTrue(wait_for(lambda: [c for _, c in halves()] == [GROUPS // 2] * 2, timeout=15),
+                        "lease groups: %s" % halves())
+        first_due = time.time() + 10
+        due = self.populate(nodes[0], first_due, QUICK_SPAN, QUICK_PER_SECOND)
+        # One organizer: every reminder is in one shard, so one group.
+        shard = int(sql(self.db, "SELECT DISTINCT shard FROM reminders")[0][0])
+        group = "reminders/g%03d" % (shard // (SHARDS // GROUPS))
+        holder = self.leases()[group][0]
+        victim = [n for n in nodes if node_id(n) == holder]
+        self.assertTrue(victim, "group %s held by %s; nodes %s; leases %s" % (group, holder,
+                                                                          [node_id(n) for n in nodes], self.leases()))
+        victim = victim[0]
+        survivor = [n for n in nodes if n is not victim][0]
+        time.sleep(max(0, int(first_due) + QUICK_KILL_AT + 1 - 0.1 - time.time()))
+        killed = time.time()
+        victim.stop(signal.SIGKILL)
+        total = len(due)
+        self.assertTrue(wait_for(lambda: self.count_inapp() >= total and self.hooks_seen() >= total,
+                                 timeout=max(due) + 10 - time.time()),
+                        "in-app %d, webhooks %d of %d\n%s" % (self.count_inapp(), self.hooks_seen(), total,
+                                                              survivor.log()[-3000:]))
+        self.assertEqual(self.leases()[group][0], node_id(survivor))
+        # The group is free once its lease has run out: what was due
+        # before then fires then, the rest on time -- not at their holds'
+        # end, 3 s past due.
+        free = killed + TAKEOVER_TTL
+        inapp = [(int(d) / 1000.0, int(f) / 1000.0) for d, f in
+                 sql(self.db, "SELECT due_ms, fired_ms FROM notifications")]
+        hooks = list(self.my_hooks().values())
+        self.assertEqual(len(inapp), total)
+        self.assertEqual(len(hooks), total)
+        over = lambda pairs: [(round(d - killed, 2), round(a - max(d, free), 2)) for d, a in sorted(pairs)
+                              if d > killed]
+        late_inapp, late_hooks = over(inapp), over(hooks)
+        print("(due - kill, lateness past max(due, kill + TTL)):\n in-app %s\n webhook %s"
+              % (late_inapp, late_hooks))
+        self.assertTrue([1 for d, _ in late_hooks if d < 2.0], "nothing was due within the window of the kill")
+        worst = max(l for _, l in late_inapp + late_hooks)
+        self.assertLessEqual(worst, QUICK_SLACK, "fired %.2f s after its due time or the lease's end" % worst)
+        self.assertEqual(survivor.stop(), 0)
 
     def test_restarted_node_forgets_its_dead_selfs_connections(self):
         # Presence rows are the node's (by id): after a crash nobody is
