@@ -34,6 +34,12 @@
     "SELECT name FROM leases WHERE substr(name, 1, length(CAST($1 AS TEXT))) = CAST($1 AS TEXT)"   \
     " AND owner IS NOT NULL AND owner <> $2 AND expires_ms > " NOW
 
+/* Owner set, and either expired or the asker's own (its dead incarnation's,
+ * or a tenure it lost): see lease_list_lapsed. */
+#define LAPSED_SQL(NOW)                                                                            \
+    "SELECT name FROM leases WHERE substr(name, 1, length(CAST($1 AS TEXT))) = CAST($1 AS TEXT)"   \
+    " AND owner IS NOT NULL AND (owner = $2 OR expires_ms <= " NOW ")"
+
 static bool is_pg(store *db)
 {
     return store_backend_of(db) == STORE_PG;
@@ -104,16 +110,29 @@ int lease_fence(store *db, const char *name, const char *owner, int64_t epoch)
     return rc == STORE_ROW ? LEASE_OK : LEASE_LOST;
 }
 
-int lease_list_held(store *db, const char *prefix, const char *except_owner,
-                    void (*fn)(void *ctx, const char *name), void *ctx)
+/* Calls fn with the name of each row the statement returns. */
+static int list_names(store *db, const char *sql, const char *prefix, const char *owner,
+                      void (*fn)(void *ctx, const char *name), void *ctx)
 {
-    store_stmt *st = store_prepare(db, is_pg(db) ? HELD_SQL(NOW_PG) : HELD_SQL(NOW_SQ));
+    store_stmt *st = store_prepare(db, sql);
     store_bind_str(st, 1, prefix);
-    store_bind_str(st, 2, except_owner);
+    store_bind_str(st, 2, owner);
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) fn(ctx, store_col_text(st, 0));
     store_reset(st);
     return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
+}
+
+int lease_list_held(store *db, const char *prefix, const char *except_owner,
+                    void (*fn)(void *ctx, const char *name), void *ctx)
+{
+    return list_names(db, is_pg(db) ? HELD_SQL(NOW_PG) : HELD_SQL(NOW_SQ), prefix, except_owner, fn, ctx);
+}
+
+int lease_list_lapsed(store *db, const char *prefix, const char *owner, void (*fn)(void *ctx, const char *name),
+                      void *ctx)
+{
+    return list_names(db, is_pg(db) ? LAPSED_SQL(NOW_PG) : LAPSED_SQL(NOW_SQ), prefix, owner, fn, ctx);
 }
 
 /* ---- holds ---------------------------------------------------------------- */
@@ -311,6 +330,14 @@ bool lease_hold_valid(lease_hold *h, uint64_t tenure)
     bool ok = current(h, tenure);
     pthread_mutex_unlock(&h->mu);
     return ok;
+}
+
+int64_t lease_hold_valid_until_ns(lease_hold *h, uint64_t tenure)
+{
+    pthread_mutex_lock(&h->mu);
+    int64_t until = h->held && h->tenure == tenure ? h->renewed_ns + h->ttl_ms * 1000000 : 0;
+    pthread_mutex_unlock(&h->mu);
+    return until;
 }
 
 int64_t lease_hold_epoch(lease_hold *h)

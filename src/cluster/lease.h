@@ -84,6 +84,17 @@ int lease_fence(store *db, const char *name, const char *owner, int64_t epoch);
 int lease_list_held(store *db, const char *prefix, const char *except_owner,
                     void (*fn)(void *ctx, const char *name), void *ctx);
 
+/* Calls fn for every lease whose name begins with prefix whose holder is
+ * gone without releasing it: owner set, and either expired by the
+ * database's clock or owner itself (a dead incarnation of the asker, or a
+ * tenure of its own that ended). Work such a holder had taken and not
+ * finished is nobody's now, whereas a released lease (owner NULL) may
+ * have been given up by a live node still finishing what it took. A
+ * plain read, like lease_list_held; the answer may be stale by the time
+ * it is used. STORE_OK or an error. */
+int lease_list_lapsed(store *db, const char *prefix, const char *owner, void (*fn)(void *ctx, const char *name),
+                      void *ctx);
+
 /* One tenure of one lease as a node sees it; shared between the thread that
  * renews it and the threads whose work it guards. */
 typedef struct lease_hold {
@@ -129,6 +140,11 @@ int lease_hold_release(store *db, lease_hold *h);
  * after SIGSTOP notices before doing any work. (Only a question: a renewal
  * may still find the lease ours; a fence that finds it run out ends it.) */
 bool lease_hold_valid(lease_hold *h, uint64_t tenure);
+/* When, on base_mono_ns's clock, lease_hold_valid stops being true for
+ * this tenure unless it is renewed first (0 when it is already over): for
+ * threads that must check validity often without taking the mutex, which
+ * a renewal or a fenced transaction holds for a round trip. */
+int64_t lease_hold_valid_until_ns(lease_hold *h, uint64_t tenure);
 /* Current epoch, or -1 when not held. */
 int64_t lease_hold_epoch(lease_hold *h);
 

@@ -280,6 +280,7 @@ notify_engine *notify_engine_new(const notify_opts *o)
     snprintf(e->owner, sizeof e->owner, "%s", o->node_id);
     e->groups = calloc((size_t)e->o.groups, sizeof *e->groups);
     e->claimed_to = INT64_MIN;
+    e->groups_valid_ns = INT64_MAX; /* none held yet */
     e->workers = calloc((size_t)e->o.workers, sizeof *e->workers);
     if (!e->groups || !e->workers) {
         free(e->groups);

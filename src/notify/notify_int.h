@@ -100,6 +100,10 @@ struct notify_engine {
     notify_flights flights; /* sends being made */
     int64_t next_extend_ms; /* when a worker next looks for holds to push back */
     int groups_held;
+    /* base_mono_ns past which a group held may have run out unrenewed
+     * (INT64_MAX: none held), set by the scanner after each heartbeat:
+     * from then on this node sends nothing (see flights_begin). */
+    int64_t groups_valid_ns;
 };
 
 /* A webhook or email ready to go: read from the outbox inside the batch's

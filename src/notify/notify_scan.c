@@ -69,6 +69,69 @@ static void poll_outbox_all(notify_engine *e, store *db)
     if (total) log_info("reminders: took over %d outbox rows", total);
 }
 
+/* ---- adoption: what a lapsed holder of a group had claimed --------------- */
+
+/* The pending rows of the lease groups in $4 (a JSON list of group
+ * numbers) that a claim or a takeover made private to a holder now gone
+ * (see adopt_groups): held past $1 (earlier ones are the poll's), and no
+ * further than any such hold can reach ($2); never attempted (a row
+ * backing off after a failed send is nobody's until its retry time, when
+ * the poll takes it). A row's group is its reminder's shard's ($3 shards a
+ * group), as the claim chose it; a row whose reminder is gone is left to
+ * the poll, which cancels it. The walk is the pending index's range of
+ * held rows -- about a window and a hold of claims, all groups' -- with
+ * a primary key look-up per row: one statement for every group a
+ * rebalance takes. A shard column on deliveries (and an index on it)
+ * would make it a seek per group, but every delivery would write one
+ * index entry more on the hot path, for a read made only at takeovers. */
+#define ADOPT_SQL(GROUPS)                                                                                  \
+    "SELECT d.id, d.channel, d.due_ms, d.next_attempt_ms FROM deliveries d JOIN reminders r "              \
+    "ON r.id = d.reminder_id WHERE d.state = 'pending' AND d.next_attempt_ms > $1 AND "                    \
+    "d.next_attempt_ms <= $2 AND d.attempts = 0 AND r.shard / CAST($3 AS INTEGER) IN (" GROUPS ")"
+#define ADOPT_SQLITE ADOPT_SQL("SELECT value FROM json_each($4)")
+#define ADOPT_PG ADOPT_SQL("SELECT CAST(g AS INTEGER) FROM json_array_elements_text(CAST($4 AS json)) g")
+
+/* Under the gate, right after the groups in gis were acquired from a
+ * holder that is gone (lease_list_lapsed): its claimed, undelivered rows
+ * go into this node's timer, to fire at their due time (at once if it
+ * has passed) instead of when their holds end (NOTIFY_HOLD_MS past due;
+ * a send's hold is a minute). Each keeps its row's hold as its own: the
+ * rows need no write, and the holds are pushed back as for this node's
+ * own claims (notify_extend_holds). Could the old holder still send
+ * them? A dead process cannot, and a stopped one that wakes finds its
+ * leases' time run out and sends nothing (flights_begin in notify_send.c). In-app rows
+ * delivered twice give one inbox row (notify_inapp.c). */
+static void adopt_groups(notify_engine *e, store *db, const int *gis, int n)
+{
+    if (n == 0) return;
+    char *list = malloc((size_t)n * 12 + 3), *p = list;
+    if (!list) return; /* their holds end as before */
+    p += sprintf(p, "[");
+    for (int i = 0; i < n; i++) p += sprintf(p, "%s%d", i ? "," : "", gis[i]);
+    sprintf(p, "]");
+    int64_t now = base_now_ms();
+    store_stmt *st = store_prepare(db, store_backend_of(db) == STORE_PG ? ADOPT_PG : ADOPT_SQLITE);
+    store_bind_int64(st, 1, now);
+    store_bind_int64(st, 2, now + e->o.window_ms + NOTIFY_SEND_HOLD_MS);
+    store_bind_int64(st, 3, e->per_group);
+    store_bind_str(st, 4, list);
+    notify_item_buf buf = {0};
+    int rc;
+    while ((rc = store_step(st)) == STORE_ROW) {
+        notify_item it = {.due_ms = store_col_int64(st, 2), .hold_ms = store_col_int64(st, 3)};
+        snprintf(it.id, sizeof it.id, "%s", store_col_text(st, 0));
+        it.channel = notify_chan_of(store_col_text(st, 1));
+        if (!notify_item_buf_add(&buf, &it)) break;
+    }
+    store_reset(st);
+    if (rc == STORE_DONE) notify_enqueue(e, buf.v, buf.n);
+    else log_warn("reminders: adopting the claims of %d lease groups failed: %s", n, store_errmsg(db));
+    if (rc == STORE_DONE && buf.n)
+        log_info("reminders: adopted %zu claimed deliveries of %d lease groups", buf.n, n);
+    free(buf.v);
+    free(list);
+}
+
 /* ---- the lease groups --------------------------------------------------- */
 
 static int count_held(notify_engine *e)
@@ -131,6 +194,36 @@ static bool *groups_taken(notify_engine *e, store *db)
     return t.v;
 }
 
+/* Which groups' holders are gone (lease_list_lapsed), flagged likewise:
+ * taking one, this node adopts what its holder had claimed. NULL when
+ * they cannot be read: then nothing is adopted, and those claims wait
+ * for their holds to end, as before adoption. */
+static bool *groups_lapsed(notify_engine *e, store *db)
+{
+    notify_taken_set t = {calloc((size_t)e->o.groups, sizeof *t.v), e->o.groups};
+    if (t.v && lease_list_lapsed(db, NOTIFY_GROUP_PREFIX, e->owner, mark_taken, &t) != STORE_OK) {
+        free(t.v);
+        return NULL;
+    }
+    return t.v;
+}
+
+/* The earliest time, on base_mono_ns's clock, at which one of the groups
+ * held may have run out unrenewed: past it another node may hold that
+ * group and have adopted its rows, so sends stop (flights_begin in notify_send.c).
+ * INT64_MAX when none is held. */
+static int64_t groups_valid_until(notify_engine *e)
+{
+    int64_t until = INT64_MAX;
+    for (int i = 0; i < e->o.groups; i++) {
+        notify_group *g = &e->groups[i];
+        if (!g->held) continue;
+        int64_t t = lease_hold_valid_until_ns(&g->hold, g->tenure);
+        if (t < until) until = t;
+    }
+    return until;
+}
+
 /* Renews what we hold, then moves toward an equal share: ceil(groups /
  * live nodes). Surplus is released at once, so a joining node finds free
  * groups at its next heartbeat; a dead node's expire after the lease TTL.
@@ -154,6 +247,8 @@ static void rebalance(notify_engine *e, store *db)
      * most a heartbeat's worth of acquiring here; the rest next time. */
     int64_t stop_at = base_now_ms() + e->o.heartbeat_ms;
     bool *taken = held < target ? groups_taken(e, db) : NULL;
+    bool *lapsed = held < target ? groups_lapsed(e, db) : NULL;
+    int *adopt = lapsed ? malloc((size_t)e->o.groups * sizeof *adopt) : NULL, nadopt = 0;
     for (int k = 0; k < e->o.groups && held < target && base_now_ms() < stop_at; k++) {
         int gi = (start + k) % e->o.groups;
         notify_group *g = &e->groups[gi];
@@ -161,9 +256,13 @@ static void rebalance(notify_engine *e, store *db)
         if (lease_hold_acquire(db, &g->hold, e->o.lease_ttl_ms, &g->tenure) == LEASE_OK) {
             g->held = true;
             held++;
+            if (adopt && lapsed[gi]) adopt[nadopt++] = gi;
         }
     }
     free(taken);
+    free(lapsed);
+    adopt_groups(e, db, adopt, nadopt);
+    free(adopt);
     for (int i = e->o.groups - 1; i >= 0 && held > target; i--) {
         notify_group *g = &e->groups[i];
         if (!g->held) continue;
@@ -173,8 +272,10 @@ static void rebalance(notify_engine *e, store *db)
     }
     if (held != was) log_info("reminders: holding %d of %d lease groups (%lld live nodes)", held, e->o.groups,
                               (long long)live);
+    int64_t valid_until = groups_valid_until(e);
     pthread_mutex_lock(&e->mu);
     e->groups_held = held;
+    e->groups_valid_ns = valid_until;
     pthread_mutex_unlock(&e->mu);
 }
 

@@ -373,14 +373,21 @@ static bool send_dispatch(notify_engine *e, notify_send_job *j)
 
 /* Marks the batch's rows as being sent by this node, dropping (in place)
  * the items whose row a send of this node already has. Returns how many
- * are left. */
+ * are left: none once the lease groups may have run out unrenewed (a
+ * process stopped for longer than the lease TTL, now woken): another
+ * node may have taken them and adopted their rows (adopt_groups in
+ * notify_scan.c), and sending them here too would send them twice. They
+ * stay pending; whoever holds their group now delivers them. Sends are
+ * what need it: an in-app row delivered twice gives one inbox row. */
 static size_t flights_begin(notify_engine *e, notify_item *its, size_t n)
 {
     size_t k = 0;
     pthread_mutex_lock(&e->mu);
-    for (size_t i = 0; i < n; i++)
+    bool fenced = base_mono_ns() >= e->groups_valid_ns;
+    for (size_t i = 0; i < n && !fenced; i++)
         if (notify_flights_take(&e->flights, its[i].id, its[i].hold_ms)) its[k++] = its[i];
     pthread_mutex_unlock(&e->mu);
+    if (fenced) log_warn("reminders: %zu sends not made: the lease groups ran out unrenewed", n);
     return k;
 }
 

@@ -157,6 +157,29 @@ static void test_list_held(void **state)
     assert_int_equal(lease_acquire(s, "g/4", "n2", 60000, NULL, NULL), LEASE_OK);
 }
 
+/* A lapsed lease's holder is gone without releasing it: expired, or the
+ * asker's own (a dead incarnation of it). Released or live ones are not. */
+static void test_list_lapsed(void **state)
+{
+    store *s = ((testdb *)*state)->s;
+    int64_t e = 0;
+    assert_int_equal(lease_acquire(s, "g/1", "n1", 60000, NULL, NULL), LEASE_OK); /* the asker's */
+    assert_int_equal(lease_acquire(s, "g/2", "n2", 60000, NULL, NULL), LEASE_OK); /* live */
+    assert_int_equal(lease_acquire(s, "g/3", "n2", 100, NULL, NULL), LEASE_OK);   /* will expire */
+    assert_int_equal(lease_acquire(s, "g/4", "n2", 60000, &e, NULL), LEASE_OK);
+    assert_int_equal(lease_release(s, "g/4", "n2", e), LEASE_OK);                 /* released */
+    assert_int_equal(lease_acquire(s, "h/1", "n2", 100, NULL, NULL), LEASE_OK);   /* another prefix */
+    nap_ms(200);
+    name_list ns = {0};
+    assert_int_equal(lease_list_lapsed(s, "g/", "n1", add_name, &ns), STORE_OK);
+    assert_int_equal(ns.n, 2);
+    assert_true(has_name(&ns, "g/1") && has_name(&ns, "g/3"));
+    ns.n = 0;
+    assert_int_equal(lease_list_lapsed(s, "g/", "n3", add_name, &ns), STORE_OK);
+    assert_int_equal(ns.n, 1);
+    assert_true(has_name(&ns, "g/3"));
+}
+
 static void test_fence(void **state)
 {
     testdb *db = *state;
@@ -467,6 +490,7 @@ int main(void)
         TESTDB_TEST(test_expiry_and_takeover),
         TESTDB_TEST(test_release),
         TESTDB_TEST(test_list_held),
+        TESTDB_TEST(test_list_lapsed),
         TESTDB_TEST(test_fence),
         TESTDB_TEST(test_fence_blocks_takeover),
         TESTDB_TEST(test_hold_tenure),
