@@ -437,7 +437,7 @@ int app_chat_start(app *a)
     }
     push_set_bus(a->push, a->bus);
     if (a->users) users_http_set_bus(a->users, a->bus);
-    if (chat_start(a->chat) != 0) {
+    if (chat_start(a->chat, a->ids) != 0) {
         log_error("cannot start the chat's writer");
         return -1;
     }

@@ -89,9 +89,9 @@ int chat_add_members(store *db, int64_t me, int64_t conv, const int64_t *users, 
 /* DELETE /v1/conversations/{id}/members/{user} (admin: anyone; a member: itself) */
 int chat_remove_member(store *db, int64_t me, int64_t conv, int64_t user, int64_t now, chat_result *r);
 /* POST /v1/conversations/{id}/messages; a repeat of client_id answers 200
- * with the original. */
-int chat_send(store *db, int64_t me, int64_t conv, const char *client_id, const char *text, int64_t now,
-              chat_result *r);
+ * with the original. id: the new message's (unused by a repeat). */
+int chat_send(store *db, int64_t me, int64_t conv, const char *client_id, const char *text, int64_t id,
+              int64_t now, chat_result *r);
 /* POST /v1/conversations/{id}/read: forward only. */
 int chat_read(store *db, int64_t me, int64_t conv, int64_t up_to, int64_t now, chat_result *r);
 

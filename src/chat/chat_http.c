@@ -407,9 +407,9 @@ static void on_commit(void *arg, const int64_t *users, size_t n)
     if (c->push) push_signal(c->push, users, n);
 }
 
-int chat_start(chat_service *c)
+int chat_start(chat_service *c, idgen *ids)
 {
-    chat_writer_opts wo = {.db_url = c->o.db_url, .group_max_members = c->o.group_max_members,
+    chat_writer_opts wo = {.db_url = c->o.db_url, .group_max_members = c->o.group_max_members, .ids = ids,
                            .on_told = on_told, .on_commit = on_commit, .arg = c};
     chat_writer *w = chat_writer_new(&wo);
     if (!w || chat_writer_start(w) != 0) {

@@ -23,6 +23,7 @@
 
 #include "deliver/push.h"
 #include "http/server.h"
+#include "cluster/idgen.h"
 #include "http/ws.h"
 #include "store/store_pool.h"
 
@@ -50,8 +51,9 @@ void chat_register(chat_service *c, http_server *s);
  * most). Any thread. */
 bool chat_online_anywhere(chat_service *c, int64_t user);
 
-/* Starts the writer and the presence ticker. 0, or -1 (logged). */
-int chat_start(chat_service *c);
+/* Starts the writer and the presence ticker; the writer takes new
+ * messages' ids from ids (borrowed; NULL: random ids). 0, or -1 (logged). */
+int chat_start(chat_service *c, idgen *ids);
 /* Stops them (after the HTTP server: no request may submit any more). */
 void chat_stop(chat_service *c);
 void chat_free(chat_service *c);

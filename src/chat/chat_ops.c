@@ -533,8 +533,8 @@ static int message_render(chat_result *r, int64_t conv, int64_t seq, int64_t id,
     return STORE_OK;
 }
 
-int chat_send(store *db, int64_t me, int64_t conv, const char *client_id, const char *text, int64_t now,
-              chat_result *r)
+int chat_send(store *db, int64_t me, int64_t conv, const char *client_id, const char *text, int64_t id,
+              int64_t now, chat_result *r)
 {
     bool active, found;
     int64_t last;
@@ -542,7 +542,7 @@ int chat_send(store *db, int64_t me, int64_t conv, const char *client_id, const 
     if (rc != STORE_OK) return rc;
     if (!active) return chat_refuse(r, 404, "not_found", NULL, "no such conversation");
     if ((rc = find_original(db, conv, me, client_id, r, &found)) != STORE_OK || found) return rc;
-    int64_t seq = last + 1, id = base_id_new();
+    int64_t seq = last + 1;
     rc = next_number(db, conv, seq, now);
     if (rc == STORE_OK) rc = message_insert(db, conv, seq, id, me, client_id, text, now);
     r->self = me;

@@ -93,6 +93,18 @@ static int conns_run(store *db, const chat_op *op, int64_t now)
     return rc == STORE_DONE ? STORE_OK : rc;
 }
 
+/* A new message's id, from the node's generator: ids made in order put
+ * each message's entry in messages.id's UNIQUE index beside the last
+ * one's, where a random id wrote one more index page, at a random place,
+ * for every message (about a tenth of the WAL's frames at 5,000 messages
+ * a second, bench/chat). Random while the node holds no generator number;
+ * the index still keeps them unique. */
+static int64_t message_id(chat_writer *w)
+{
+    int64_t id = w->o.ids ? idgen_next(w->o.ids) : -1;
+    return id > 0 ? id : base_id_new();
+}
+
 static int op_run(chat_writer *w, store *db, chat_op *op)
 {
     int64_t now = base_now_ms();
@@ -103,7 +115,8 @@ static int op_run(chat_writer *w, store *db, chat_op *op)
     case CHAT_OP_GROUP: return chat_create_group(db, op->me, op->title, op->users, op->nusers, &lim, now, &op->res);
     case CHAT_OP_ADD: return chat_add_members(db, op->me, op->conv, op->users, op->nusers, &lim, now, &op->res);
     case CHAT_OP_REMOVE: return chat_remove_member(db, op->me, op->conv, op->other, now, &op->res);
-    case CHAT_OP_SEND: return chat_send(db, op->me, op->conv, op->client_id, op->text, now, &op->res);
+    case CHAT_OP_SEND:
+        return chat_send(db, op->me, op->conv, op->client_id, op->text, message_id(w), now, &op->res);
     case CHAT_OP_READ: return chat_read(db, op->me, op->conv, op->up_to, now, &op->res);
     case CHAT_OP_PRESENCE: return presence_run(db, op, now);
     case CHAT_OP_CONNS: return conns_run(db, op, now);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "chat/chat.h"
+#include "cluster/idgen.h"
 
 typedef enum chat_op_kind {
     CHAT_OP_DIRECT,   /* me, other */
@@ -43,6 +44,7 @@ void chat_op_free(chat_op *op);
 typedef struct chat_writer_opts {
     const char *db_url;
     int64_t group_max_members;
+    idgen *ids; /* borrowed: new messages' ids (NULL: random ones) */
     /* After each commit, on the writer's thread: first, for each send
      * that named its sender's WebSocket, that the connection knows the
      * sender's new number from the 201 (on_told); then the users whose

@@ -161,6 +161,24 @@ class TestMessages(ChatTest):
         self.assertFalse(page["has_more"])
         self.assertEqual(len(self.server.get(conv_path(conv, "/messages?limit=200"), token=ta).json["messages"]), 7)
 
+    def test_ids_are_made_in_order(self):
+        """A message's id comes from the node's id generator (as posts'
+        do): unique, larger for a later message, its milliseconds those of
+        the send. (Random ids wrote a page of messages.id's index at a
+        random place for every message.)"""
+        (a, ta), (b, tb) = self.users(2)
+        conv = self.direct(ta, b["id"])
+        ids, sent = [], []
+        for i in range(20):
+            before = time.time()
+            m = self.send(ta if i % 2 else tb, conv, "in order %d" % i)
+            ids.append(int(m["id"], 16))
+            sent.append((before, time.time()))
+        self.assertEqual(ids, sorted(set(ids)))
+        for i, (lo, hi) in zip(ids, sent):  # 41 bits of milliseconds since 2020 above 22
+            made = ((i >> 22) + 1577836800000) / 1000.0
+            self.assertTrue(lo - 0.05 <= made <= hi + 0.05, (made, lo, hi))
+
     def test_text_bounds(self):
         (a, ta), (b, tb) = self.users(2)
         conv = self.direct(ta, b["id"])
