@@ -29,7 +29,18 @@ struct idgen {
     bool stopping;
     int64_t last_ms;
     int seq;
+    /* Until when (base_mono_ns) the number is surely ours: the hold's own
+     * answer (lease_hold_valid) takes the hold's mutex, which a renewal
+     * keeps across its round trip -- and a renewal may be queued behind
+     * the very write transaction asking for an id (the chat writer's). */
+    int64_t valid_until_ns;
 };
+
+/* Under mu: the hold's validity, as of its last renewal. */
+static void note_validity(idgen *g)
+{
+    g->valid_until_ns = g->number < 0 ? 0 : lease_hold_valid_until_ns(&g->hold, g->tenure);
+}
 
 static uint32_t hash_of(const char *s)
 {
@@ -73,11 +84,17 @@ static void *idgen_main(void *p)
     char err[256];
     store *db = store_open(g->db_url, err, sizeof err);
     while (db && wait_ms(g, g->heartbeat_ms)) {
-        if (lease_hold_renew(db, &g->hold, g->ttl_ms) != LEASE_LOST) continue;
+        if (lease_hold_renew(db, &g->hold, g->ttl_ms) != LEASE_LOST) {
+            pthread_mutex_lock(&g->mu);
+            note_validity(g); /* renewed, or not (then it runs out as it was) */
+            pthread_mutex_unlock(&g->mu);
+            continue;
+        }
         /* Under mu: no id is made while the hold is remade. */
         pthread_mutex_lock(&g->mu);
         int was = g->number;
         g->number = take_number(g, db);
+        note_validity(g);
         pthread_mutex_unlock(&g->mu);
         log_warn("idgen: lost node number %d; now %d", was, g->number);
     }
@@ -102,6 +119,7 @@ idgen *idgen_start(const char *db_url, const char *node_id, int64_t ttl_ms, int6
     lease_hold_init(&g->hold, "idgen/none", g->owner);
     store *db = store_open(db_url, err, sizeof err);
     g->number = db ? take_number(g, db) : -1;
+    note_validity(g);
     store_close(db);
     if (g->number < 0 || pthread_create(&g->thread, NULL, idgen_main, g) != 0) {
         log_error("idgen: no node number: %s", db ? "all are taken" : err);
@@ -132,7 +150,7 @@ void idgen_stop(idgen *g)
 int64_t idgen_next(idgen *g)
 {
     pthread_mutex_lock(&g->mu);
-    if (g->number < 0 || !lease_hold_valid(&g->hold, g->tenure)) {
+    if (g->number < 0 || base_mono_ns() >= g->valid_until_ns) {
         pthread_mutex_unlock(&g->mu);
         return -1;
     }
