@@ -150,6 +150,35 @@ void lease_hold_destroy(lease_hold *h)
     pthread_mutex_destroy(&h->mu);
 }
 
+/* A hold's own database work (acquire, renew, release) takes SQLite's
+ * write lock before the hold's mutex, in the order a fenced transaction
+ * takes them (store_begin, then lease_hold_fence_in). The other way round,
+ * a renewal waiting for the lock under the mutex and a fenced writer
+ * waiting for the mutex under the lock stalled each other until the busy
+ * timeout (test-lease). PostgreSQL has no such file-wide lock: nothing to
+ * take. True when a transaction was begun (end it with hold_tx_end);
+ * *rc is a failure to begin one. */
+static bool hold_tx_begin(store *db, int *rc)
+{
+    *rc = STORE_OK;
+    if (is_pg(db)) return false;
+    *rc = store_begin(db);
+    return *rc == STORE_OK;
+}
+
+/* Commits (rc: the work's outcome, LEASE_* or a store error) or rolls back
+ * after a failure; returns rc, or the commit's failure. */
+static int hold_tx_end(store *db, bool tx, int rc)
+{
+    if (!tx) return rc;
+    if (rc < 0) {
+        store_rollback(db);
+        return rc;
+    }
+    int crc = store_commit(db);
+    return crc < 0 ? crc : rc;
+}
+
 /* A node stopped inside a fenced transaction keeps the lease row locked;
  * waiting the session's full lock timeout for it would stall our own
  * heartbeat, so an acquire gives up quickly and tries again next pass. */
@@ -169,11 +198,15 @@ static int acquire_briefly(store *db, lease_hold *h, int64_t ttl_ms, int64_t *ep
 
 int lease_hold_acquire(store *db, lease_hold *h, int64_t ttl_ms, uint64_t *tenure)
 {
+    int rc;
+    bool tx = hold_tx_begin(db, &rc);
+    if (rc != STORE_OK) return rc;
     pthread_mutex_lock(&h->mu);
-    int rc = LEASE_TAKEN;
+    rc = LEASE_TAKEN;
     if (!h->held) {
         int64_t epoch = 0, expires = 0, before = base_mono_ns();
-        rc = acquire_briefly(db, h, ttl_ms, &epoch, &expires);
+        rc = hold_tx_end(db, tx, acquire_briefly(db, h, ttl_ms, &epoch, &expires));
+        tx = false;
         if (rc == LEASE_OK) {
             h->held = true;
             h->tenure++;
@@ -184,17 +217,22 @@ int lease_hold_acquire(store *db, lease_hold *h, int64_t ttl_ms, uint64_t *tenur
             if (tenure) *tenure = h->tenure;
         }
     }
+    rc = hold_tx_end(db, tx, rc);
     pthread_mutex_unlock(&h->mu);
     return rc;
 }
 
 int lease_hold_renew(store *db, lease_hold *h, int64_t ttl_ms)
 {
+    int rc;
+    bool tx = hold_tx_begin(db, &rc);
+    if (rc != STORE_OK) return rc;
     pthread_mutex_lock(&h->mu);
-    int rc = LEASE_LOST;
+    rc = LEASE_LOST;
     if (h->held) {
         int64_t epoch = 0, expires = 0, before = base_mono_ns();
-        rc = lease_renew(db, h->name, h->owner, h->epoch, ttl_ms, &epoch, &expires);
+        rc = hold_tx_end(db, tx, lease_renew(db, h->name, h->owner, h->epoch, ttl_ms, &epoch, &expires));
+        tx = false;
         if (rc == LEASE_OK) {
             h->epoch = epoch;
             h->expires_ms = expires;
@@ -204,6 +242,7 @@ int lease_hold_renew(store *db, lease_hold *h, int64_t ttl_ms)
             h->held = false;
         }
     }
+    rc = hold_tx_end(db, tx, rc);
     pthread_mutex_unlock(&h->mu);
     return rc;
 }
@@ -256,9 +295,12 @@ int lease_hold_renew_many(store *db, lease_hold **hs, size_t n, int64_t ttl_ms, 
     qsort(hs, n, sizeof *hs, cmp_hold_name);
     size_t len = 1, cap = 256;
     char *json = malloc(cap);
-    if (!json) abort();
+    int64_t *got = calloc(2 * n, sizeof *got); /* epoch, expires of each renewed (epoch 0: not) */
+    if (!json || !got) abort();
     json[0] = '{';
     const char *owner = hs[0]->owner;
+    int rc;
+    bool tx = hold_tx_begin(db, &rc);
     for (size_t i = 0; i < n; i++) {
         pthread_mutex_lock(&hs[i]->mu);
         res[i] = hs[i]->held ? LEASE_LOST : -100; /* -100: not held, not asked */
@@ -266,37 +308,44 @@ int lease_hold_renew_many(store *db, lease_hold **hs, size_t n, int64_t ttl_ms, 
     }
     json[len++] = '}';
     json[len] = '\0';
-    store_stmt *st = store_prepare(db, store_backend_of(db) == STORE_PG ? RENEW_MANY_PG : RENEW_MANY_SQ);
-    store_bind_str(st, 1, owner);
-    store_bind_str(st, 2, json);
-    store_bind_int64(st, 3, ttl_ms);
-    int rc;
     int64_t now_ns = base_mono_ns();
-    while ((rc = store_step(st)) == STORE_ROW) {
-        lease_hold key, *kp = &key;
-        snprintf(key.name, sizeof key.name, "%s", store_col_text(st, 0));
-        lease_hold **hit = bsearch(&kp, hs, n, sizeof *hs, cmp_hold_name);
-        if (!hit) continue;
-        size_t i = (size_t)(hit - hs);
-        res[i] = LEASE_OK;
-        hs[i]->epoch = store_col_int64(st, 1);
-        hs[i]->expires_ms = store_col_int64(st, 2);
-        hs[i]->renewed_ns = now_ns;
-        hs[i]->ttl_ms = ttl_ms;
+    if (rc == STORE_OK) {
+        store_stmt *st = store_prepare(db, store_backend_of(db) == STORE_PG ? RENEW_MANY_PG : RENEW_MANY_SQ);
+        store_bind_str(st, 1, owner);
+        store_bind_str(st, 2, json);
+        store_bind_int64(st, 3, ttl_ms);
+        while ((rc = store_step(st)) == STORE_ROW) {
+            lease_hold key, *kp = &key;
+            snprintf(key.name, sizeof key.name, "%s", store_col_text(st, 0));
+            lease_hold **hit = bsearch(&kp, hs, n, sizeof *hs, cmp_hold_name);
+            if (!hit) continue;
+            size_t i = (size_t)(hit - hs);
+            got[2 * i] = store_col_int64(st, 1);
+            got[2 * i + 1] = store_col_int64(st, 2);
+        }
+        store_reset(st);
+        rc = hold_tx_end(db, tx, rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR);
     }
-    store_reset(st);
+    /* Applied once committed: a renewal rolled back renewed nothing. */
     for (size_t i = 0; i < n; i++) {
-        if (rc != STORE_DONE) {
+        if (rc != STORE_OK) {
             /* Nothing is known: the statement (and its changes) failed. */
             if (res[i] != -100) res[i] = rc;
+        } else if (res[i] == LEASE_LOST && got[2 * i]) {
+            res[i] = LEASE_OK;
+            hs[i]->epoch = got[2 * i];
+            hs[i]->expires_ms = got[2 * i + 1];
+            hs[i]->renewed_ns = now_ns;
+            hs[i]->ttl_ms = ttl_ms;
         } else if (res[i] == LEASE_LOST) {
             hs[i]->held = false;
         }
         if (res[i] == -100) res[i] = LEASE_LOST;
         pthread_mutex_unlock(&hs[i]->mu);
     }
+    free(got);
     free(json);
-    return rc == STORE_DONE ? STORE_OK : rc;
+    return rc;
 }
 
 void lease_hold_drop(lease_hold *h)
@@ -308,12 +357,12 @@ void lease_hold_drop(lease_hold *h)
 
 int lease_hold_release(store *db, lease_hold *h)
 {
+    int rc;
+    bool tx = hold_tx_begin(db, &rc);
     pthread_mutex_lock(&h->mu);
-    int rc = LEASE_LOST;
-    if (h->held) {
-        rc = lease_release(db, h->name, h->owner, h->epoch);
-        h->held = false;
-    }
+    if (rc == STORE_OK) rc = h->held ? lease_release(db, h->name, h->owner, h->epoch) : LEASE_LOST;
+    h->held = false; /* released, or left to run out */
+    rc = hold_tx_end(db, tx, rc);
     pthread_mutex_unlock(&h->mu);
     return rc;
 }

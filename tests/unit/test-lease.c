@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <time.h>
 
+#include "base/base.h"
 #include "cluster/lease.h"
 
 static int64_t q(store *s, const char *sql)
@@ -385,6 +386,53 @@ static void test_fence_in_shares_a_transaction(void **state)
     lease_hold_destroy(&b);
 }
 
+typedef struct renewal {
+    store *db;
+    lease_hold *h;
+    int rc;
+} renewal;
+
+static void *renew_on_thread(void *p)
+{
+    renewal *r = p;
+    r->rc = lease_hold_renew(r->db, r->h, 60000);
+    return NULL;
+}
+
+/* A renewal on another thread while a fenced transaction is being begun:
+ * the fence must not wait for the renewal. Both take the database's write
+ * lock (SQLite: the file's, at BEGIN) and the hold's mutex; a renewal that
+ * took the mutex first and then waited for the lock, while the fencing
+ * writer held the lock and waited for the mutex, stalled both until
+ * SQLite's busy timeout -- a job's run or a heartbeat every so often, and
+ * the chat writer's sends once ids came from a lease. */
+static void test_fence_does_not_wait_for_a_renewal(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s, *other = testdb_open(db);
+    lease_hold h;
+    lease_hold_init(&h, "a", "n1");
+    uint64_t t = 0;
+    assert_int_equal(lease_hold_acquire(s, &h, 60000, &t), LEASE_OK);
+    assert_int_equal(store_begin(s), STORE_OK);
+    renewal r = {.db = other, .h = &h};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, renew_on_thread, &r), 0);
+    usleep(150 * 1000); /* the renewal is waiting for the file's lock (SQLite) */
+    int64_t t0 = base_mono_ns(), epoch = 0;
+    int rc = lease_hold_fence_in(s, &h, t, &epoch);
+    int64_t waited_ms = (base_mono_ns() - t0) / 1000000;
+    assert_int_equal(rc, LEASE_OK);
+    assert_int_equal(store_commit(s), STORE_OK);
+    lease_hold_unfence(&h);
+    pthread_join(th, NULL);
+    if (waited_ms >= 1000) fail_msg("the fence waited %lld ms for the renewal", (long long)waited_ms);
+    assert_int_equal(r.rc, LEASE_OK);
+    assert_true(lease_hold_valid(&h, t));
+    store_close(other);
+    lease_hold_destroy(&h);
+}
+
 /* Renewing many holds in one statement: each at its own epoch; one taken
  * over meanwhile is lost, the rest renewed; odd names survive the JSON. */
 static void test_renew_many(void **state)
@@ -496,6 +544,7 @@ int main(void)
         TESTDB_TEST(test_hold_tenure),
         TESTDB_TEST(test_lapsed_tenure_ends),
         TESTDB_TEST(test_fence_in_shares_a_transaction),
+        TESTDB_TEST(test_fence_does_not_wait_for_a_renewal),
         TESTDB_TEST(test_renew_many),
         TESTDB_TEST(test_one_winner),
     };
