@@ -89,7 +89,7 @@ struct notify_engine {
     store *shared;
     pthread_mutex_t mu; /* guards everything below */
     pthread_cond_t cv;  /* workers: heap or results changed, or stopping */
-    pthread_cond_t idle;/* free: no send in flight */
+    pthread_cond_t idle;/* free: no send in flight; drain: drained */
     bool stopping;
     /* A clean stop (drain in notify_engine.c): the scanner claims nothing
      * more, and says when it has made its last claim; the workers deliver
