@@ -157,7 +157,10 @@ static int cmd_serve(int argc, char **argv)
     sigwait(&set, &sig);
     log_info("received %s: finishing in-flight requests", sig == SIGTERM ? "SIGTERM" : "SIGINT");
     /* First hand the leases over, so other nodes take the jobs and the
-     * reminder shards at once. */
+     * reminder shards at once -- the reminders' once what this node
+     * claimed is delivered (a few seconds at most; see drain in
+     * notify_engine.c), through the inbox, the hub and the channels,
+     * all stopped below. */
     app_notify_stop(a);
     app_jobs_stop(a);
     /* The server stops (its parked requests answered by the chat's

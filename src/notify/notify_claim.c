@@ -719,7 +719,7 @@ static void scanner_yield(notify_engine *e)
     for (;;) {
         int64_t now = base_now_ms();
         const notify_item *top = notify_heap_peek(&e->heap);
-        if (e->stopping || now >= give_up || !top || top->due_ms > now - NOTIFY_BEHIND_MS) break;
+        if (e->draining || now >= give_up || !top || top->due_ms > now - NOTIFY_BEHIND_MS) break;
         /* Behind on sends the channels have no room for: waiting would
          * not let the workers catch up, only starve the claims. */
         if (top->channel != NOTIFY_CHAN_INAPP && e->in_flight + e->sending >= e->send_cap) break;
@@ -780,7 +780,7 @@ static bool claim_pass(notify_engine *e, store *db, int64_t horizon, int64_t *ne
     notify_item_buf buf = {0};
     bool whole = true;
     for (int gi = 0; gi < e->o.groups;) {
-        if (notify_queued(e) >= NOTIFY_HEAP_MAX) {
+        if (notify_queued(e) >= NOTIFY_HEAP_MAX || !notify_claiming(e)) {
             whole = false;
             break;
         }

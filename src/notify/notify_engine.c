@@ -65,6 +65,31 @@ size_t notify_queued(notify_engine *e)
     return n;
 }
 
+bool notify_claiming(notify_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    bool claiming = !e->draining;
+    pthread_mutex_unlock(&e->mu);
+    return claiming;
+}
+
+/* Under e->mu: nothing claimed is left to this node -- the scanner claims
+ * no more, and nothing waits in the heap, is in a worker's hands, out at
+ * a channel, or answered and not yet recorded. */
+static bool drained(const notify_engine *e)
+{
+    return (e->claims_over || !e->scanner_started) && notify_heap_size(&e->heap) == 0 && e->busy == 0 &&
+           e->in_flight == 0 && !e->results;
+}
+
+void notify_claims_over(notify_engine *e)
+{
+    pthread_mutex_lock(&e->mu);
+    e->claims_over = true;
+    if (drained(e)) pthread_cond_broadcast(&e->idle);
+    pthread_mutex_unlock(&e->mu);
+}
+
 /* ---- connections --------------------------------------------------------- */
 
 /* Settings of the engine's connections.
@@ -242,12 +267,15 @@ static void *worker_main(void *p)
             worker_wait(e, now, linger, full);
             continue;
         }
+        e->busy++;
         pthread_mutex_unlock(&e->mu);
         notify_apply_results(e, db, res);
         deliver_batch(e, db, ro, batch, n);
         pthread_mutex_lock(&e->mu);
+        e->busy--;
         e->sending -= async;
         if (async) pthread_cond_broadcast(&e->cv); /* room for another worker's sends */
+        if (e->draining && drained(e)) pthread_cond_broadcast(&e->idle);
     }
     /* Answers already in are recorded: dropped, their rows would be sent
      * again after the hold. */
@@ -368,9 +396,41 @@ int notify_engine_groups_held(notify_engine *e)
     return n;
 }
 
+/* A clean stop finishes what this node claimed, as a server finishes the
+ * requests in flight: the scanner claims nothing more (keeping and
+ * renewing the groups it holds, so that no node adopts from them), the
+ * workers deliver what waits in the heap at its due time, and the
+ * answers of the sends out are recorded. Without this, what was claimed
+ * -- due within the window -- waited out its holds (NOTIFY_HOLD_MS past
+ * due; a group released is not adopted from, see adopt_groups), so each
+ * restart made every reminder due in the next two seconds fire 3 s late.
+ * The bound: everything claimed is due by the window's end from now (a
+ * claim under way took its horizon before), and NOTIFY_DRAIN_SLACK_MS
+ * more covers the last batch's writes and an answer from a receiver
+ * that is not slow; a stop waits no longer for a slow one. Whatever is
+ * left stays pending under its hold, as before, for the next holder. */
+static void drain(notify_engine *e)
+{
+    int64_t until = base_now_ms() + e->o.window_ms + NOTIFY_DRAIN_SLACK_MS;
+    struct timespec ts = {.tv_sec = until / 1000, .tv_nsec = (until % 1000) * 1000000};
+    pthread_mutex_lock(&e->mu);
+    e->draining = true;
+    pthread_cond_broadcast(&e->cv); /* the scanner, asleep */
+    while (e->nworkers_started > 0 && !drained(e) && base_now_ms() < until)
+        pthread_cond_timedwait(&e->idle, &e->mu, &ts);
+    bool done = drained(e);
+    size_t waiting = notify_heap_size(&e->heap);
+    int out = e->in_flight;
+    pthread_mutex_unlock(&e->mu);
+    if (!done)
+        log_warn("reminders: stopping with %zu claimed deliveries waiting and %d sends out: they wait out their holds",
+                 waiting, out);
+}
+
 void notify_engine_free(notify_engine *e)
 {
     if (!e) return;
+    drain(e);
     pthread_mutex_lock(&e->mu);
     e->stopping = true;
     pthread_cond_broadcast(&e->cv);

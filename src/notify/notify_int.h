@@ -43,6 +43,9 @@
 #define NOTIFY_BEHIND_HOLD_MS 10000
 #define NOTIFY_BEHIND_BATCH 5000
 #define NOTIFY_EXTEND_TICK_MS 250
+/* A clean stop waits for what was claimed at most the window and this
+ * (see drain in notify_engine.c). */
+#define NOTIFY_DRAIN_SLACK_MS 1000
 
 /* A channel's answer, and what the attempt's row records: when the send
  * went out and whether it was late (as its payload said). */
@@ -86,8 +89,14 @@ struct notify_engine {
     store *shared;
     pthread_mutex_t mu; /* guards everything below */
     pthread_cond_t cv;  /* workers: heap or results changed, or stopping */
-    pthread_cond_t idle;/* free: no send in flight */
+    pthread_cond_t idle;/* free: no send in flight; drain: drained */
     bool stopping;
+    /* A clean stop (drain in notify_engine.c): the scanner claims nothing
+     * more, and says when it has made its last claim; the workers deliver
+     * what is claimed. busy counts the workers delivering a batch or
+     * recording answers outside mu. */
+    bool draining, claims_over;
+    int busy;
     notify_heap heap;   /* claimed deliveries by due time */
     notify_result *results; /* channel answers not yet recorded (notify_take_results) */
     int nresults;
@@ -141,6 +150,10 @@ typedef struct notify_send_job {
 void notify_enqueue(notify_engine *e, const notify_item *items, size_t n);
 /* How many items wait in the heap (takes mu). */
 size_t notify_queued(notify_engine *e);
+/* False once a clean stop began: claim nothing more (takes mu). */
+bool notify_claiming(notify_engine *e);
+/* The scanner's word that it has made its last claim (takes mu). */
+void notify_claims_over(notify_engine *e);
 /* A thread's connection: the shared one on SQLite, else one of its own
  * (NULL when it cannot be opened, logged). */
 store *notify_thread_db(notify_engine *e, const char *who);

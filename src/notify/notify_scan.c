@@ -1,8 +1,9 @@
 /* notify_scan.c -- the scanner thread: each tick it renews and rebalances
  * the lease groups, drains the events marked dirty, takes over outbox rows
  * whose next attempt is due (retries, and the claims of a node that died),
- * and claims what is due (notify_claim.c). On shutdown it releases the
- * groups so other nodes take the shards at once. */
+ * and claims what is due (notify_claim.c). On a clean stop it claims no
+ * more, keeps its groups while the workers deliver what it claimed, then
+ * releases them so other nodes take the shards at once. */
 #include "notify/notify_int.h"
 
 #include <errno.h>
@@ -224,6 +225,16 @@ static int64_t groups_valid_until(notify_engine *e)
     return until;
 }
 
+/* Tells the workers what the scanner holds (and so how long they may send). */
+static void publish_held(notify_engine *e, int held)
+{
+    int64_t valid_until = groups_valid_until(e);
+    pthread_mutex_lock(&e->mu);
+    e->groups_held = held;
+    e->groups_valid_ns = valid_until;
+    pthread_mutex_unlock(&e->mu);
+}
+
 /* Renews what we hold, then moves toward an equal share: ceil(groups /
  * live nodes). Surplus is released at once, so a joining node finds free
  * groups at its next heartbeat; a dead node's expire after the lease TTL.
@@ -272,11 +283,7 @@ static void rebalance(notify_engine *e, store *db)
     }
     if (held != was) log_info("reminders: holding %d of %d lease groups (%lld live nodes)", held, e->o.groups,
                               (long long)live);
-    int64_t valid_until = groups_valid_until(e);
-    pthread_mutex_lock(&e->mu);
-    e->groups_held = held;
-    e->groups_valid_ns = valid_until;
-    pthread_mutex_unlock(&e->mu);
+    publish_held(e, held);
 }
 
 static void release_all(notify_engine *e, store *db)
@@ -302,16 +309,33 @@ void notify_heartbeat_if_due(notify_engine *e, store *db, int64_t *next_beat)
 
 /* ---- the thread --------------------------------------------------------- */
 
-/* Sleeps until wake_ms, or until the engine stops: false then. */
-static bool sleep_until(notify_engine *e, int64_t wake_ms)
+/* Sleeps until wake_ms, or until the engine stops (or, with
+ * draining_too, begins a clean stop): false then. */
+static bool sleep_until(notify_engine *e, int64_t wake_ms, bool draining_too)
 {
     struct timespec ts = {.tv_sec = wake_ms / 1000, .tv_nsec = (wake_ms % 1000) * 1000000};
     pthread_mutex_lock(&e->mu);
-    while (!e->stopping && base_now_ms() < wake_ms)
+    while (!e->stopping && !(draining_too && e->draining) && base_now_ms() < wake_ms)
         if (pthread_cond_timedwait(&e->cv, &e->mu, &ts) == ETIMEDOUT) break;
-    bool stop = e->stopping;
+    bool stop = e->stopping || (draining_too && e->draining);
     pthread_mutex_unlock(&e->mu);
     return !stop;
+}
+
+/* A clean stop, once the last claim is made: until the engine stops, the
+ * groups held are renewed and nothing else -- no group taken (nor any
+ * claims adopted) or given up -- so that this node's claims stay its own
+ * while its workers deliver them (see drain in notify_engine.c). */
+static void hold_while_draining(notify_engine *e, store *db, int64_t next_beat)
+{
+    notify_claims_over(e);
+    while (sleep_until(e, next_beat, false)) {
+        store_gate_lock(&e->gate);
+        renew_held(e, db);
+        publish_held(e, count_held(e));
+        store_gate_unlock(&e->gate);
+        next_beat = base_now_ms() + e->o.heartbeat_ms;
+    }
 }
 
 void *notify_scanner_main(void *p)
@@ -319,12 +343,15 @@ void *notify_scanner_main(void *p)
     notify_engine *e = p;
     base_thread_name("rem-scanner");
     store *db = notify_thread_db(e, "scanner");
-    if (!db) return NULL;
+    if (!db) {
+        notify_claims_over(e);
+        return NULL;
+    }
     int64_t tick = e->o.window_ms / 4 < 200 ? e->o.window_ms / 4 : 200;
     if (tick < 10) tick = 10;
     int64_t next_beat = 0;
     bool more = false; /* the last notify_claim_all was cut short: no sleep */
-    do {
+    while (notify_claiming(e)) {
         int64_t t0 = base_now_ms();
         notify_heartbeat_if_due(e, db, &next_beat);
         store_gate_lock(&e->gate);
@@ -338,7 +365,9 @@ void *notify_scanner_main(void *p)
          * knowing when they are lost. */
         int64_t took = base_now_ms() - t0;
         if (took > e->o.lease_ttl_ms / 2) log_warn("reminders: a scanner pass took %lld ms", (long long)took);
-    } while (sleep_until(e, base_now_ms() + (more ? 0 : tick)));
+        if (!sleep_until(e, base_now_ms() + (more ? 0 : tick), true)) break;
+    }
+    hold_while_draining(e, db, next_beat);
     store_gate_lock(&e->gate);
     release_all(e, db);
     store_gate_unlock(&e->gate);

@@ -11,7 +11,13 @@ window after the kill -- is adopted by the restarted process when it takes
 its lease groups back, and fires at its time or within a second of the
 restart, not when the dead claims' holds end (3 s past due).
 
-On PostgreSQL a third case does the same across two nodes: the one holding
+A clean stop (SIGTERM, as a deploy or a systemd restart sends) is
+drained: the stopping process delivers what it had claimed -- reminders
+due within its claim window -- at their time, in-app rows, their
+WebSocket frames and webhooks alike, before it exits; restarted, the
+node sends none of them again.
+
+On PostgreSQL a fourth case does the same across two nodes: the one holding
 the reminders' lease group is SIGKILLed, and the other, taking the group
 when its lease runs out (a short TTL here), adopts the dead node's claims
 before their holds end.
@@ -40,6 +46,10 @@ SLACK = 2.0                    # allowed lateness beyond the downtime
 # second QUICK_KILL_AT s in, restarted at once; every reminder due after the kill must fire within
 # QUICK_SLACK of its due time or of the restart, whichever is later.
 QUICK_SPAN, QUICK_PER_SECOND, QUICK_KILL_AT, QUICK_SLACK = 5, 6, 1.0, 1.0
+# The clean stop: SIGTERM 0.1 s before a whole second QUICK_KILL_AT s in;
+# what falls due within DRAIN_SPAN s of it must fire within DRAIN_SLACK s
+# of its time, from the stopping process.
+DRAIN_SPAN, DRAIN_SLACK = 1.5, 0.3
 # The takeover: leases run out after TAKEOVER_TTL s.
 TAKEOVER_TTL = 1.0
 TAKEOVER_ARGS = ARGS + ["--lease-ttl", str(TAKEOVER_TTL), "--lease-heartbeat", "0.25"]
@@ -59,6 +69,7 @@ class TestRestart(NodesTest):
     def populate(self, s, first_due, span=SPAN, per_second=PER_SECOND):
         _, admin = s.new_user()  # the first user administers
         self.user, token = s.new_user()
+        self.token = token
         r = s.post("/v1/me/webhooks", {"url": "http://127.0.0.1:%d/ok" % HOOKS.port, "secret": "restart-secret"},
                    token=token)
         self.assertEqual(r.status, 201, r)
@@ -159,6 +170,78 @@ class TestRestart(NodesTest):
         self.assertLessEqual(worst, QUICK_SLACK, "fired %.2f s late after a restart %.2f s after the kill"
                              % (worst, back - killed))
         self.assertEqual(s.stop(), 0)
+
+    def test_sigterm_delivers_its_claims_before_it_exits(self):
+        import json
+        s = self.start()
+        first_due = time.time() + 10
+        due = self.populate(s, first_due, QUICK_SPAN, QUICK_PER_SECOND)
+        self.assertTrue(wait_for(lambda: (lambda l: l and all(o for o, _ in l.values()))(self.leases()),
+                                 timeout=10), "leases not taken: %s" % self.leases())
+        ws = s.ws(self.token)
+        ws.recv()
+        time.sleep(max(0, int(first_due) + QUICK_KILL_AT + 1 - 0.1 - time.time()))
+        termed = time.time()
+        s.proc.send_signal(signal.SIGTERM)
+        # The reminder frames the stopping process pushes, until it closes
+        # the connection.
+        frames = []
+        try:
+            while True:
+                f = json.loads(ws.recv())
+                if f.get("type") == "reminder":
+                    frames.append((f["delivery_id"], time.time()))
+        except Exception:
+            pass
+        self.assertEqual(s.stop(), 0)
+        exited = time.time()
+        drained_in = exited - termed
+        # Restarted at once: the rest fires, and nothing twice.
+        s = self.start()
+        total = len(due)
+        self.assertTrue(wait_for(lambda: self.count_inapp() >= total and self.hooks_seen() >= total,
+                                 timeout=max(due) + 10 - time.time()),
+                        "in-app %d, webhooks %d of %d\n%s" % (self.count_inapp(), self.hooks_seen(), total,
+                                                              s.log()[-3000:]))
+        time.sleep(1)
+        # What fell due within DRAIN_SPAN of the SIGTERM: when it fired
+        # (in-app: as stored; push: the frame's arrival; webhooks: the
+        # receiver's), late by how much, and whether before the exit.
+        inapp = [(int(d) / 1000.0, int(f) / 1000.0, i) for d, f, i in
+                 sql(self.db, "SELECT due_ms, fired_ms, delivery_id FROM notifications")]
+        pushed = dict(frames)
+        soon = lambda d: termed < d <= termed + DRAIN_SPAN
+        fired = {"in-app": [(d, f) for d, f, _ in sorted(inapp) if soon(d)],
+                 "push": [(d, pushed.get(i)) for d, _, i in sorted(inapp) if soon(d)],
+                 "webhook": [(d, a) for d, a in sorted(self.my_hooks().values()) if soon(d)]}
+        print("stopped %.2f s after SIGTERM; due within %.1f s of it (due - SIGTERM, lateness%s):"
+              % (drained_in, DRAIN_SPAN, ", * after the exit"))
+        for k, v in fired.items():
+            print(" %s %s" % (k, [(round(d - termed, 2), None if f is None else
+                                   "%.2f%s" % (f - d, "*" if f > exited else "")) for d, f in v]))
+        self.assertGreater(len(fired["in-app"]), 5)
+        for k, v in fired.items():
+            self.assertEqual(len(v), len(fired["in-app"]), k)
+            self.assertTrue(all(f is not None and f <= exited for _, f in v), "%s: not all before the exit" % k)
+            worst = max(f - d for d, f in v)
+            self.assertLessEqual(worst, DRAIN_SLACK, "%s fired %.2f s late" % (k, worst))
+        self.assertLess(drained_in, 4.0, "the stop took %.2f s" % drained_in)
+        sent = collections.Counter(r["headers"]["x-chime-delivery"] for r in HOOKS.requests
+                                   if json.loads(r["body"]).get("user_id") == self.user["id"])
+        self.assertEqual([d for d, c in sent.items() if c > 1], [], "webhooks sent twice")
+        self.assertEqual(len(sent), total)
+        self.assertEqual(self.count_inapp(), total)
+        self.assertEqual(s.stop(), 0)
+
+    def test_sigterm_with_nothing_claimed_stops_at_once(self):
+        s = self.start()
+        self.assertTrue(wait_for(lambda: (lambda l: l and all(o for o, _ in l.values()))(self.leases()),
+                                 timeout=10), "leases not taken: %s" % self.leases())
+        t0 = time.time()
+        self.assertEqual(s.stop(), 0)
+        took = time.time() - t0
+        print("stopped in %.2f s" % took)
+        self.assertLess(took, 1.0)
 
     @unittest.skipUnless(BACKEND == "pg", "two nodes need PostgreSQL")
     def test_takeover_adopts_the_dead_nodes_claims(self):
