@@ -183,30 +183,34 @@ static void mark_taken(void *ctx, const char *name)
     if (sscanf(name, NOTIFY_GROUP_PREFIX "%d", &gi) == 1 && gi >= 0 && gi < t->n) t->v[gi] = true;
 }
 
-/* The flags, owned by the caller; NULL when they cannot be read (then
- * every group is worth a try). */
-static bool *groups_taken(notify_engine *e, store *db)
+typedef int (*lease_lister)(store *db, const char *prefix, const char *owner,
+                            void (*fn)(void *ctx, const char *name), void *ctx);
+
+/* The groups a lease lister names, as flags owned by the caller; NULL
+ * when they cannot be read. */
+static bool *groups_listed(notify_engine *e, store *db, lease_lister list)
 {
     notify_taken_set t = {calloc((size_t)e->o.groups, sizeof *t.v), e->o.groups};
-    if (t.v && lease_list_held(db, NOTIFY_GROUP_PREFIX, e->owner, mark_taken, &t) != STORE_OK) {
+    if (t.v && list(db, NOTIFY_GROUP_PREFIX, e->owner, mark_taken, &t) != STORE_OK) {
         free(t.v);
         return NULL;
     }
     return t.v;
 }
 
-/* Which groups' holders are gone (lease_list_lapsed), flagged likewise:
- * taking one, this node adopts what its holder had claimed. NULL when
- * they cannot be read: then nothing is adopted, and those claims wait
- * for their holds to end, as before adoption. */
+/* Which groups another live node holds; NULL: every group is worth a try. */
+static bool *groups_taken(notify_engine *e, store *db)
+{
+    return groups_listed(e, db, lease_list_held);
+}
+
+/* Which groups' holders are gone (lease_list_lapsed): taking one, this
+ * node adopts what its holder had claimed. NULL when they cannot be read:
+ * then nothing is adopted, and those claims wait for their holds to end,
+ * as before adoption. */
 static bool *groups_lapsed(notify_engine *e, store *db)
 {
-    notify_taken_set t = {calloc((size_t)e->o.groups, sizeof *t.v), e->o.groups};
-    if (t.v && lease_list_lapsed(db, NOTIFY_GROUP_PREFIX, e->owner, mark_taken, &t) != STORE_OK) {
-        free(t.v);
-        return NULL;
-    }
-    return t.v;
+    return groups_listed(e, db, lease_list_lapsed);
 }
 
 /* The earliest time, on base_mono_ns's clock, at which one of the groups
