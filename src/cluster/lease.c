@@ -202,22 +202,18 @@ int lease_hold_acquire(store *db, lease_hold *h, int64_t ttl_ms, uint64_t *tenur
     bool tx = hold_tx_begin(db, &rc);
     if (rc != STORE_OK) return rc;
     pthread_mutex_lock(&h->mu);
-    rc = LEASE_TAKEN;
-    if (!h->held) {
-        int64_t epoch = 0, expires = 0, before = base_mono_ns();
-        rc = hold_tx_end(db, tx, acquire_briefly(db, h, ttl_ms, &epoch, &expires));
-        tx = false;
-        if (rc == LEASE_OK) {
-            h->held = true;
-            h->tenure++;
-            h->epoch = epoch;
-            h->expires_ms = expires;
-            h->renewed_ns = before;
-            h->ttl_ms = ttl_ms;
-            if (tenure) *tenure = h->tenure;
-        }
+    int64_t epoch = 0, expires = 0, before = base_mono_ns();
+    rc = h->held ? LEASE_TAKEN : acquire_briefly(db, h, ttl_ms, &epoch, &expires);
+    rc = hold_tx_end(db, tx, rc); /* committed before the hold believes it */
+    if (rc == LEASE_OK) {
+        h->held = true;
+        h->tenure++;
+        h->epoch = epoch;
+        h->expires_ms = expires;
+        h->renewed_ns = before;
+        h->ttl_ms = ttl_ms;
+        if (tenure) *tenure = h->tenure;
     }
-    rc = hold_tx_end(db, tx, rc);
     pthread_mutex_unlock(&h->mu);
     return rc;
 }
@@ -228,21 +224,17 @@ int lease_hold_renew(store *db, lease_hold *h, int64_t ttl_ms)
     bool tx = hold_tx_begin(db, &rc);
     if (rc != STORE_OK) return rc;
     pthread_mutex_lock(&h->mu);
-    rc = LEASE_LOST;
-    if (h->held) {
-        int64_t epoch = 0, expires = 0, before = base_mono_ns();
-        rc = hold_tx_end(db, tx, lease_renew(db, h->name, h->owner, h->epoch, ttl_ms, &epoch, &expires));
-        tx = false;
-        if (rc == LEASE_OK) {
-            h->epoch = epoch;
-            h->expires_ms = expires;
-            h->renewed_ns = before;
-            h->ttl_ms = ttl_ms;
-        } else if (rc == LEASE_LOST) {
-            h->held = false;
-        }
+    int64_t epoch = 0, expires = 0, before = base_mono_ns();
+    rc = h->held ? lease_renew(db, h->name, h->owner, h->epoch, ttl_ms, &epoch, &expires) : LEASE_LOST;
+    rc = hold_tx_end(db, tx, rc); /* committed before the hold believes it */
+    if (rc == LEASE_OK) {
+        h->epoch = epoch;
+        h->expires_ms = expires;
+        h->renewed_ns = before;
+        h->ttl_ms = ttl_ms;
+    } else if (rc == LEASE_LOST) {
+        h->held = false;
     }
-    rc = hold_tx_end(db, tx, rc);
     pthread_mutex_unlock(&h->mu);
     return rc;
 }
