@@ -7,6 +7,7 @@
 #include "notify/notify_int.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,11 +106,11 @@ static void poll_outbox_all(notify_engine *e, store *db)
 static void adopt_groups(notify_engine *e, store *db, const int *gis, int n)
 {
     if (n == 0) return;
-    char *list = malloc((size_t)n * 12 + 3), *p = list;
+    json_t *groups = json_array();
+    for (int i = 0; i < n; i++) json_array_append_new(groups, json_integer(gis[i]));
+    char *list = json_dumps(groups, JSON_COMPACT);
+    json_decref(groups);
     if (!list) return; /* their holds end as before */
-    p += sprintf(p, "[");
-    for (int i = 0; i < n; i++) p += sprintf(p, "%s%d", i ? "," : "", gis[i]);
-    sprintf(p, "]");
     int64_t now = base_now_ms();
     store_stmt *st = store_prepare(db, store_backend_of(db) == STORE_PG ? ADOPT_PG : ADOPT_SQLITE);
     store_bind_int64(st, 1, now);
