@@ -115,6 +115,12 @@ class CalDAVGuardTest(ServerTest):
                 self.assertNotIn("Private", r.body)
             if not path.startswith(self.path):
                 self.assertIn(self.ada.put(path, EVENT.replace("Private", "Defaced")).status, (404, 405), path)
+        # Garbage around an encoded slash: a bad escape or a NUL is no name.
+        for tail in ("a%2F%zz.ics", "a%2F%00.ics", "a%2F%", "a%2F%2", "x%2F" * 2000):
+            for r in (self.ada.dav("GET", self.path + tail), self.ada.dav("DELETE", self.path + tail),
+                      self.ada.put(self.path + tail, EVENT.replace("Private", "Garbage"))):
+                self.assertIn(r.status, (400, 404, 414, 431), (tail[:40], r))
+                self.assertNotIn("Private", r.body)
         # In Ada's own calendar that last one is just a name of hers.
         path = self.path + "..%2F..%2F" + bob.id + "%2F" + bob_cal + "%2Fe.ics"
         self.assertEqual(self.ada.put(path, EVENT.replace("Private", "Hers")).status, 201)
