@@ -173,19 +173,26 @@ static void ping_work(void *arg)
     pthread_mutex_unlock(&p->mu);
 }
 
+/* The test send's slot is given back before the answer: h2o writes the
+ * answer at once, and a client that sends its next test on reading it
+ * (maybe to the other loop) was told another one was in progress. */
 static void ping_done(http_req *r, void *arg)
 {
     webhooks_ping *p = arg;
-    if (r && !p->queued) {
+    bool queued = p->queued;
+    json_t *j = NULL;
+    if (r && queued) {
+        j = json_pack("{s:s,s:b}", "delivery", p->delivery, "delivered", p->ok);
+        json_object_set_new(j, "status", p->status ? json_integer(p->status) : json_null());
+        json_object_set_new(j, "error", p->ok ? json_null() : json_string(p->error));
+    }
+    ping_free(p);
+    if (r && !queued) {
         http_add_header(r, "Retry-After", "1");
         http_send_error(r, 429, "busy", NULL, "too many deliveries in flight; try again");
     } else if (r) {
-        json_t *j = json_pack("{s:s,s:b}", "delivery", p->delivery, "delivered", p->ok);
-        json_object_set_new(j, "status", p->status ? json_integer(p->status) : json_null());
-        json_object_set_new(j, "error", p->ok ? json_null() : json_string(p->error));
         http_send_json(r, 200, j);
     }
-    ping_free(p);
 }
 
 /* Copies the user's own webhook into p; 1 found, 0 not, <0 store error. */
