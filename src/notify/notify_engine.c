@@ -365,7 +365,7 @@ int notify_engine_start(notify_engine *e)
     if (store_gate_serializes(&e->gate)) {
         if (!(e->shared = engine_db_open(e, "engine"))) return -1;
         if (store_exec(e->shared, "PRAGMA wal_autocheckpoint = 0") != STORE_OK ||
-            !(e->checkpoint = store_checkpoint_start(e->o.db_url, &e->gate, "reminders", "rem-checkpoint", 0))) {
+            !(e->checkpoint = store_checkpoint_start(e->o.db_url, &e->gate, "reminders", "rem-checkpoint", 0, 0))) {
             log_error("reminders: cannot start the checkpointer");
             return -1;
         }

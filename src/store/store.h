@@ -28,8 +28,8 @@
  *   back. Use ON CONFLICT rather than trying and catching inside one.
  * - A failed store_commit has rolled the transaction back. store_rollback
  *   outside a transaction is a no-op returning STORE_OK.
- * - Lock waits end after 5 s with STORE_BUSY (SQLite busy_timeout,
- *   PostgreSQL lock_timeout); retry the whole transaction.
+ * - Lock waits end after STORE_BUSY_MS (5 s) with STORE_BUSY (SQLite
+ *   busy_timeout, PostgreSQL lock_timeout); retry the whole transaction.
  * - After STORE_DONE or an error, store_step repeats that answer until
  *   store_reset; binding needs a reset statement.
  * - A failed store_prepare returns NULL, and every statement call accepts
@@ -55,6 +55,9 @@ typedef struct store store;
 typedef struct store_stmt store_stmt;
 
 typedef enum store_backend { STORE_SQLITE, STORE_PG } store_backend;
+
+/* How long a statement waits for a lock before STORE_BUSY. */
+#define STORE_BUSY_MS 5000
 
 /* Results. Everything below 0 is an error; store_errmsg says more. */
 enum {

@@ -25,7 +25,7 @@
 
 /* How long a writer queues for the file, in this process and then in
  * SQLite's busy handler (each). */
-#define SQ_BUSY_MS 5000
+#define SQ_BUSY_MS STORE_BUSY_MS
 
 typedef struct sqlite_store {
     store base;

@@ -6,6 +6,7 @@
 #include "testdb.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <unistd.h>
 
@@ -42,7 +43,7 @@ static void test_copies_behind_the_writes(void **state)
     EXEC_OK(s, "CREATE TABLE t (i INTEGER PRIMARY KEY, b BLOB)");
     store_gate gate;
     store_gate_init(&gate, true);
-    store_checkpoint *c = store_checkpoint_start(db->url, &gate, "test", "test-ckpt", 0);
+    store_checkpoint *c = store_checkpoint_start(db->url, &gate, "test", "test-ckpt", 0, 0);
     assert_non_null(c);
 
     store_stmt *ins = store_prepare(s, "INSERT INTO t (b) VALUES (randomblob(3000))");
@@ -96,7 +97,7 @@ static void test_starts_the_wal_over_under_a_writer_outside_the_gate(void **stat
     store_gate gate;
     store_gate_init(&gate, true);
     enum { FRAMES = 256 };
-    store_checkpoint *c = store_checkpoint_start(db->url, &gate, "test", "test-ckpt", FRAMES);
+    store_checkpoint *c = store_checkpoint_start(db->url, &gate, "test", "test-ckpt", FRAMES, 0);
     assert_non_null(c);
 
     store_stmt *ins = store_prepare(s, "INSERT INTO t (b) VALUES (randomblob(3000))");
@@ -123,11 +124,89 @@ static void test_starts_the_wal_over_under_a_writer_outside_the_gate(void **stat
                  restarts, most, FRAMES);
 }
 
+static off_t wal_bytes(const char *dbpath)
+{
+    char p[800];
+    struct stat st;
+    snprintf(p, sizeof p, "%s-wal", dbpath);
+    return stat(p, &st) == 0 ? st.st_size : -1;
+}
+
+static int64_t rows(store *s)
+{
+    int64_t n = -1;
+    assert_int_equal(store_query_int64(s, "SELECT count(*) FROM t", &n), STORE_ROW);
+    return n;
+}
+
+/* Writes a commit every ms milliseconds for span ms. */
+static void write_for(store *s, int64_t span, int ms)
+{
+    store_stmt *ins = store_prepare(s, "INSERT INTO t (b) VALUES (randomblob(3000))");
+    assert_non_null(ins);
+    for (int64_t end = base_now_ms() + span; base_now_ms() < end;) {
+        assert_int_equal(store_step(ins), STORE_DONE);
+        store_reset(ins);
+        nap_ms(ms);
+    }
+}
+
+/* Once no write has come for idle_ms the WAL file is emptied (not just
+ * started over in place: after an idle minute the kernel may have dropped
+ * its pages, and writing frames over them read each page back first), with
+ * everything copied; a reader still on older frames holds it off until it
+ * ends, and a WAL written to more often than that is never emptied. */
+static void test_empties_the_wal_when_idle(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s;
+    EXEC_OK(s, "CREATE TABLE t (i INTEGER PRIMARY KEY, b BLOB)");
+    store_gate gate;
+    store_gate_init(&gate, true);
+    store_checkpoint *c = store_checkpoint_start(db->url, &gate, "test", "test-ckpt", 0, 1500);
+    assert_non_null(c);
+
+    /* writes every 500 ms for 4 s: never idle for 1.5 s */
+    write_for(s, 4000, 500);
+    if (wal_bytes(db->path) <= 0) fail_msg("the WAL was emptied while written every 500 ms");
+
+    /* a reader on the last snapshot, then no writes */
+    char err[256];
+    store *reader = store_open(db->url, err, sizeof err);
+    assert_non_null(reader);
+    EXEC_OK(reader, "BEGIN");
+    int64_t seen = rows(reader);
+    write_for(s, 10, 10);
+    nap_ms(4000);
+    if (wal_bytes(db->path) <= 0) fail_msg("the WAL was emptied under a reader's older snapshot");
+    assert_int_equal(rows(reader), seen);
+    EXEC_OK(reader, "COMMIT");
+
+    int64_t bytes = -1;
+    for (int i = 0; i < 40 && bytes != 0; i++) {
+        nap_ms(100);
+        bytes = wal_bytes(db->path);
+    }
+    if (bytes != 0) fail_msg("idle for 4 s past the reader's end, the WAL still holds %lld bytes", (long long)bytes);
+    int64_t all = rows(s);
+    assert_true(all > seen);
+    assert_int_equal(rows(reader), all);
+    store_close(reader);
+
+    /* the next write appends to the empty file, and is kept */
+    EXEC_OK(s, "INSERT INTO t (b) VALUES (randomblob(3000))");
+    assert_true(wal_bytes(db->path) > 0);
+    assert_int_equal(rows(s), all + 1);
+    store_checkpoint_stop(c);
+    store_gate_destroy(&gate);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         TESTDB_TEST_SQLITE_RAW(test_copies_behind_the_writes),
         TESTDB_TEST_SQLITE_RAW(test_starts_the_wal_over_under_a_writer_outside_the_gate),
+        TESTDB_TEST_SQLITE_RAW(test_empties_the_wal_when_idle),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
