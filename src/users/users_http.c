@@ -233,11 +233,13 @@ static void signin_done(http_req *r, void *p)
         users_session_create(db, s->u.id, o->session_ttl_s, token) != USERS_OK) {
         http_send_db_error(r, store_errmsg(db));
     } else {
+        /* Before the answer: h2o writes it at once, and a client may use
+         * its token on another connection before this returns. */
+        if (o->on_signin) o->on_signin(o->on_signin_arg, db, s->u.id);
         char expires[32];
         rfc3339_format_ms(now + o->session_ttl_s * 1000, expires, sizeof expires);
         http_send_json(r, 201, json_pack("{s:s,s:s,s:o}", "token", token, "expires", expires, "user", user_json(&s->u)));
         sodium_memzero(token, sizeof token);
-        if (o->on_signin) o->on_signin(o->on_signin_arg, db, s->u.id);
     }
     signin_free(s);
 }
