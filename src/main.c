@@ -1,6 +1,8 @@
 /* main.c -- the chime command line: serve, migrate, rrule. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +95,15 @@ static int cmd_migrate(int argc, char **argv)
     return 0;
 }
 
+/* A clean stop's jobs half (cmd_serve): the scheduler stops and its
+ * leases go while the reminders drain on the main thread. */
+static void *jobs_stop_main(void *p)
+{
+    base_thread_name("jobs-stop");
+    app_jobs_stop(p);
+    return NULL;
+}
+
 static int cmd_serve(int argc, char **argv)
 {
     app *a = calloc(1, sizeof *a);
@@ -160,9 +171,12 @@ static int cmd_serve(int argc, char **argv)
      * reminder shards at once -- the reminders' once what this node
      * claimed is delivered (a few seconds at most; see drain in
      * notify_engine.c), through the inbox, the hub and the channels,
-     * all stopped below. */
+     * all stopped below. The jobs stop beside that drain, not after it. */
+    pthread_t jobs_stopper;
+    bool beside = pthread_create(&jobs_stopper, NULL, jobs_stop_main, a) == 0;
     app_notify_stop(a);
-    app_jobs_stop(a);
+    if (beside) pthread_join(jobs_stopper, NULL);
+    else app_jobs_stop(a);
     /* The server stops (its parked requests answered by the chat's
      * writer), then the writer, then what the loops used. */
     http_server_stop(a->http);

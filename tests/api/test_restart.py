@@ -201,6 +201,17 @@ class TestRestart(NodesTest):
         self.assertEqual(s.stop(), 0)
         exited = time.time()
         drained_in = exited - termed
+        # The jobs' leases went at once, not after the drain: other nodes
+        # take the jobs without waiting for this node's reminders.
+        stamps = {}
+        for line in s.log().splitlines():
+            for key in ("received SIGTERM", "jobs: released"):
+                if key in line and key not in stamps:
+                    stamps[key] = datetime.datetime.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%S.%fZ")
+        self.assertEqual(len(stamps), 2, s.log()[-2000:])
+        released_in = (stamps["jobs: released"] - stamps["received SIGTERM"]).total_seconds()
+        self.assertLess(released_in, 0.5, "job leases released %.2f s after the SIGTERM (stopped in %.2f s)"
+                        % (released_in, drained_in))
         # Restarted at once: the rest fires, and nothing twice.
         s = self.start()
         total = len(due)
