@@ -1205,11 +1205,14 @@ static void run_pairs(void)
         else mpull++;
         n++;
     }
-    /* CHATLOAD_DUMP=file: one line a message (sent ms since the first,
+    /* CHATLOAD_DUMP=prefix: one line a message (sent ms since the first,
      * ack, push, pull ms after sent; -1 when missing), to see when the
-     * slow ones happen. */
+     * slow ones happen, in prefix.<proto>.<rate> (a full run keeps every
+     * phase's). */
     const char *dump = getenv("CHATLOAD_DUMP");
-    FILE *df = dump ? fopen(dump, "w") : NULL;
+    char dname[4096];
+    if (dump) snprintf(dname, sizeof dname, "%s.%s.%.0f", dump, O.proto == P_CHIME ? "chime" : "xmpp", O.rate);
+    FILE *df = dump ? fopen(dname, "w") : NULL;
     for (int64_t k = 0; df && k < NM; k++) {
         msg *m = &M[k];
         fprintf(df, "%.3f %.3f %.3f %.3f\n", (double)(m->sent - M[0].sent) / 1e6,
