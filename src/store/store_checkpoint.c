@@ -44,17 +44,21 @@
  * round (the pass then reaches the end), and in the rounds past
  * checkpoint_pin_end, before the WAL closes.
  *
- * The WAL starts over in place, and keeps its size on disk. After a
- * minute without writes the kernel may drop the file's pages from its
- * cache (this VM kind's DAMON reclaims pages idle for 60 s; memory
- * pressure does the same anywhere), and then every frame written over
- * them reads its page back from the disk first: SQLite writes a frame's
- * 24-byte header and its page separately, so no write covers a whole
- * page. In bench/chat a burst of 5,000 messages a second after an idle
- * minute spent its first WAL cycle (4 s) so, send p99 80-130 ms against
- * 5-6 ms without the pause. So once no write has come for idle_ms, the
- * thread empties the file (wal_checkpoint(TRUNCATE)): the next burst
- * appends, which costs no read. */
+ * The WAL starts over in place, and keeps its size on disk. Pages of the
+ * file not written for a while may leave the kernel's cache (this VM
+ * kind's DAMON reclaims pages idle for 60 s; memory pressure does the same
+ * anywhere), and then every frame written over them reads its page back
+ * from the disk first: SQLite writes a frame's 24-byte header and its page
+ * separately, so no write covers a whole page (a burst of 5,000 messages a
+ * second after an idle minute, bench/chat: send p99 80-130 ms for the
+ * WAL's first cycle, 4 s, against 5-6 ms). So when for calm_ms no write
+ * has come, or none has taken the WAL past a quarter of its file, most of
+ * the file has not been written for that long, and the thread empties it
+ * (wal_checkpoint(TRUNCATE)): the next burst appends, which reads nothing
+ * (12.3 ms). Appending costs more CPU than writing over cached pages (the
+ * kernel zeroes each new page around SQLite's partial writes: twice the
+ * chat writer's CPU while the file grows), so a WAL that cycles through
+ * its file under steady load is left alone. */
 #include "store/store_checkpoint.h"
 
 #include <errno.h>
@@ -64,6 +68,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "base/base.h"
@@ -72,7 +77,8 @@
 #define STORE_SYNC_TICK_MS 25    /* rounds while the WAL changes */
 #define STORE_CKPT_CLOSE 256     /* frames a locked pass may be left to copy (1 MiB) */
 #define STORE_CKPT_ROUNDS 16     /* unlocked passes tried to get there */
-#define STORE_CKPT_IDLE_MS 10000 /* no writes this long: the WAL file is emptied */
+#define STORE_CKPT_CALM_MS 30000 /* the WAL under a quarter of its file this long: emptied */
+#define STORE_CKPT_EMPTY_MIN (1 << 20) /* a WAL file smaller than this is left as it is */
 #define STORE_CKPT_EMPTY_WAIT_MS 50 /* how long emptying waits for a reader */
 
 struct store_checkpoint {
@@ -81,7 +87,9 @@ struct store_checkpoint {
     const char *who;
     const char *thread_name;
     int64_t frames; /* the WAL starts over past this many */
-    int64_t idle_ms; /* the WAL file is emptied after this long without writes */
+    int64_t calm_ms; /* the WAL under a quarter of its file this long: emptied */
+    char *wal_path;  /* the WAL file, NULL when it cannot be told */
+    int64_t frame_bytes; /* a frame: its header and a page */
     pthread_t thread;
     pthread_mutex_t mu; /* guards stopping */
     pthread_cond_t cv;  /* stopping set */
@@ -179,6 +187,27 @@ static void checkpoint_empty(store_checkpoint *c, store *db, int64_t *log, int64
     if (store_exec(db, wait) != STORE_OK) log_warn("%s: busy timeout not restored: %s", c->who, store_errmsg(db));
 }
 
+/* Where the WAL file is and how long a frame is, from the database. */
+static void checkpoint_learn_wal(store_checkpoint *c, store *db)
+{
+    int64_t page = 0;
+    store_stmt *st = store_prepare(db, "SELECT file FROM pragma_database_list WHERE name = 'main'");
+    if (store_step(st) == STORE_ROW && store_col_text(st, 0) && *store_col_text(st, 0)) {
+        size_t n = strlen(store_col_text(st, 0)) + 5;
+        if ((c->wal_path = malloc(n))) snprintf(c->wal_path, n, "%s-wal", store_col_text(st, 0));
+    }
+    store_reset(st);
+    if (store_query_int64(db, "PRAGMA page_size", &page) == STORE_ROW && page > 0) c->frame_bytes = page + 24;
+}
+
+/* The WAL file's length in frames (0 when it cannot be told). */
+static int64_t checkpoint_wal_room(const store_checkpoint *c)
+{
+    struct stat st;
+    if (!c->wal_path || !c->frame_bytes || stat(c->wal_path, &st) != 0) return 0;
+    return st.st_size < STORE_CKPT_EMPTY_MIN ? 0 : st.st_size / c->frame_bytes;
+}
+
 static void *checkpoint_main(void *p)
 {
     store_checkpoint *c = p;
@@ -191,7 +220,8 @@ static void *checkpoint_main(void *p)
         if (db) store_close(db);
         return NULL;
     }
-    int64_t log = 0, done = 0, last = -1, changed_ms = base_now_ms();
+    checkpoint_learn_wal(c, db);
+    int64_t log = 0, done = 0, last = -1, filled_ms = base_now_ms();
     bool busy = false, pinned = false;
     store_stamp seen = {.others = -1};
     /* Each round writes the WAL to disk if it changed (store_sync_log: so
@@ -210,12 +240,14 @@ static void *checkpoint_main(void *p)
         busy = now.others != seen.others || log != last;
         seen = now;
         last = log;
-        if (busy) changed_ms = base_now_ms();
         if (busy && store_sync_log(db) != STORE_OK) log_warn("%s: WAL sync failed: %s", c->who, store_errmsg(db));
-        if (!busy && log > 0 && base_now_ms() - changed_ms >= c->idle_ms) {
+        int64_t room = checkpoint_wal_room(c);
+        if (busy && 4 * log >= room) filled_ms = base_now_ms();
+        if (room > 0 && base_now_ms() - filled_ms >= c->calm_ms) {
             checkpoint_unpin(pin, &pinned);
             checkpoint_empty(c, db, &log, &done);
             last = log;
+            filled_ms = base_now_ms(); /* (tried again after calm_ms if it gave up) */
             continue;
         }
         if (log < checkpoint_pin_end(c))
@@ -246,16 +278,17 @@ static void checkpoint_free(store_checkpoint *c)
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     free(c->url);
+    free(c->wal_path);
     free(c);
 }
 
 store_checkpoint *store_checkpoint_start(const char *url, store_gate *gate, const char *who,
-                                         const char *thread_name, int64_t frames, int64_t idle_ms)
+                                         const char *thread_name, int64_t frames, int64_t calm_ms)
 {
     store_checkpoint *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->frames = frames > 0 ? frames : STORE_CKPT_FRAMES;
-    c->idle_ms = idle_ms > 0 ? idle_ms : STORE_CKPT_IDLE_MS;
+    c->calm_ms = calm_ms > 0 ? calm_ms : STORE_CKPT_CALM_MS;
     c->url = strdup(url);
     c->gate = gate;
     c->who = who;

@@ -23,11 +23,11 @@ typedef struct store_checkpoint store_checkpoint;
  * writers'; who prefixes its log lines; thread_name names the thread (all
  * three borrowed: they must outlive store_checkpoint_stop). frames: the
  * WAL size at which it starts the WAL over (0: STORE_CKPT_FRAMES; tests
- * use less); idle_ms: how long without writes before it empties the WAL
- * file (0: 10 s; tests use less). NULL when the thread cannot be started
- * (not logged: the caller says what failed). */
+ * use less); calm_ms: how long the WAL must stay under a quarter of its
+ * file before the file is emptied (0: 30 s; tests use less). NULL when the
+ * thread cannot be started (not logged: the caller says what failed). */
 store_checkpoint *store_checkpoint_start(const char *url, store_gate *gate, const char *who,
-                                         const char *thread_name, int64_t frames, int64_t idle_ms);
+                                         const char *thread_name, int64_t frames, int64_t calm_ms);
 
 /* Stops the thread (at once, not after its sleep) and waits for it.
  * NULL is a no-op. */

@@ -151,12 +151,14 @@ static void write_for(store *s, int64_t span, int ms)
     }
 }
 
-/* Once no write has come for idle_ms the WAL file is emptied (not just
- * started over in place: after an idle minute the kernel may have dropped
- * its pages, and writing frames over them read each page back first), with
- * everything copied; a reader still on older frames holds it off until it
- * ends, and a WAL written to more often than that is never emptied. */
-static void test_empties_the_wal_when_idle(void **state)
+/* A WAL grown past a megabyte and then kept under a quarter of its file
+ * for calm_ms (here by a write every 200 ms: each starts the WAL over), or
+ * not written at all for calm_ms, is emptied, everything copied first: the
+ * pages past the active part have not been written for that long, and
+ * after an idle minute the kernel may have dropped them, so that writing
+ * frames over them read each page back first. A reader still on older
+ * frames holds it off until it ends. */
+static void test_empties_a_wal_long_under_its_file(void **state)
 {
     testdb *db = *state;
     store *s = db->s;
@@ -166,37 +168,54 @@ static void test_empties_the_wal_when_idle(void **state)
     store_checkpoint *c = store_checkpoint_start(db->url, &gate, "test", "test-ckpt", 0, 1500);
     assert_non_null(c);
 
-    /* writes every 500 ms for 4 s: never idle for 1.5 s */
-    write_for(s, 4000, 500);
-    if (wal_bytes(db->path) <= 0) fail_msg("the WAL was emptied while written every 500 ms");
+    /* 2 MB in one transaction: the file grows past the floor */
+    EXEC_OK(s, "BEGIN");
+    for (int i = 0; i < 600; i++) EXEC_OK(s, "INSERT INTO t (b) VALUES (randomblob(3000))");
+    EXEC_OK(s, "COMMIT");
+    off_t grown = wal_bytes(db->path);
+    assert_true(grown > 2000000);
 
-    /* a reader on the last snapshot, then no writes */
+    /* a trickle: not emptied at first, emptied within calm_ms + 2 s */
+    write_for(s, 500, 200);
+    if (wal_bytes(db->path) < grown) fail_msg("emptied before calm_ms");
+    off_t bytes = grown;
+    for (int i = 0; i < 20 && bytes >= grown; i++) {
+        write_for(s, 200, 200);
+        bytes = wal_bytes(db->path);
+    }
+    if (bytes >= grown) fail_msg("written to every 200 ms for 4 s, the WAL still holds %lld bytes", (long long)bytes);
+    int64_t all = rows(s);
+    assert_true(all > 600);
+
+    /* grown again, then a reader on older frames: kept while it reads */
+    EXEC_OK(s, "BEGIN");
+    for (int i = 0; i < 600; i++) EXEC_OK(s, "INSERT INTO t (b) VALUES (randomblob(3000))");
+    EXEC_OK(s, "COMMIT");
     char err[256];
     store *reader = store_open(db->url, err, sizeof err);
     assert_non_null(reader);
     EXEC_OK(reader, "BEGIN");
     int64_t seen = rows(reader);
-    write_for(s, 10, 10);
+    EXEC_OK(s, "INSERT INTO t (b) VALUES (randomblob(3000))");
+    grown = wal_bytes(db->path);
     nap_ms(4000);
-    if (wal_bytes(db->path) <= 0) fail_msg("the WAL was emptied under a reader's older snapshot");
+    bytes = grown;
+    if (wal_bytes(db->path) < grown) fail_msg("the WAL was emptied under a reader's older snapshot");
     assert_int_equal(rows(reader), seen);
     EXEC_OK(reader, "COMMIT");
-
-    int64_t bytes = -1;
-    for (int i = 0; i < 40 && bytes != 0; i++) {
+    for (int i = 0; i < 50 && bytes != 0; i++) {
         nap_ms(100);
         bytes = wal_bytes(db->path);
     }
-    if (bytes != 0) fail_msg("idle for 4 s past the reader's end, the WAL still holds %lld bytes", (long long)bytes);
-    int64_t all = rows(s);
-    assert_true(all > seen);
-    assert_int_equal(rows(reader), all);
+    if (bytes != 0) fail_msg("5 s past the reader's end, the WAL still holds %lld bytes", (long long)bytes);
+    assert_int_equal(rows(s), seen + 1);
+    assert_int_equal(rows(reader), seen + 1);
     store_close(reader);
 
     /* the next write appends to the empty file, and is kept */
     EXEC_OK(s, "INSERT INTO t (b) VALUES (randomblob(3000))");
     assert_true(wal_bytes(db->path) > 0);
-    assert_int_equal(rows(s), all + 1);
+    assert_int_equal(rows(s), seen + 2);
     store_checkpoint_stop(c);
     store_gate_destroy(&gate);
 }
@@ -206,7 +225,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TESTDB_TEST_SQLITE_RAW(test_copies_behind_the_writes),
         TESTDB_TEST_SQLITE_RAW(test_starts_the_wal_over_under_a_writer_outside_the_gate),
-        TESTDB_TEST_SQLITE_RAW(test_empties_the_wal_when_idle),
+        TESTDB_TEST_SQLITE_RAW(test_empties_a_wal_long_under_its_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
