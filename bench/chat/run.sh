@@ -15,7 +15,9 @@
 # --reminders N: N in-app reminders due during each of chime's pairs
 # phases, fired by the same process into the same database; their
 # lateness is printed beside the chat's).
+# Each server runs all its phases back to back, one server at a time.
 # CHIME_BIN=path runs another chime build (A/B runs; it is not rebuilt).
+# CHATLOAD_DUMP=prefix writes a line a message, a file a phase.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

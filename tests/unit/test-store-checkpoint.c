@@ -28,6 +28,17 @@ static void wal_index(const char *dbpath, uint32_t *mx, uint32_t *backfill)
     close(fd);
 }
 
+/* The test table and a checkpointer on db (frames, calm_ms: 0 for the
+ * defaults), behind gate. */
+static store_checkpoint *checkpointer_on(testdb *db, store_gate *gate, int64_t frames, int64_t calm_ms)
+{
+    EXEC_OK(db->s, "CREATE TABLE t (i INTEGER PRIMARY KEY, b BLOB)");
+    store_gate_init(gate, true);
+    store_checkpoint *c = store_checkpoint_start(db->url, gate, "test", "test-ckpt", frames, calm_ms);
+    assert_non_null(c);
+    return c;
+}
+
 /* A commit every 5 ms, each a page or so, for 1.5 s: about 60 of the
  * checkpointer's 25 ms rounds. Copying all it could each round (the
  * checkpointer before the pin) reached the WAL's end, fsynced the database
@@ -40,11 +51,8 @@ static void test_copies_behind_the_writes(void **state)
 {
     testdb *db = *state;
     store *s = db->s;
-    EXEC_OK(s, "CREATE TABLE t (i INTEGER PRIMARY KEY, b BLOB)");
     store_gate gate;
-    store_gate_init(&gate, true);
-    store_checkpoint *c = store_checkpoint_start(db->url, &gate, "test", "test-ckpt", 0, 0);
-    assert_non_null(c);
+    store_checkpoint *c = checkpointer_on(db, &gate, 0, 0);
 
     store_stmt *ins = store_prepare(s, "INSERT INTO t (b) VALUES (randomblob(3000))");
     assert_non_null(ins);
@@ -92,13 +100,10 @@ static void test_starts_the_wal_over_under_a_writer_outside_the_gate(void **stat
 {
     testdb *db = *state;
     store *s = db->s;
-    EXEC_OK(s, "CREATE TABLE t (i INTEGER PRIMARY KEY, b BLOB)");
     EXEC_OK(s, "PRAGMA wal_autocheckpoint = 0");
     store_gate gate;
-    store_gate_init(&gate, true);
     enum { FRAMES = 256 };
-    store_checkpoint *c = store_checkpoint_start(db->url, &gate, "test", "test-ckpt", FRAMES, 0);
-    assert_non_null(c);
+    store_checkpoint *c = checkpointer_on(db, &gate, FRAMES, 0);
 
     store_stmt *ins = store_prepare(s, "INSERT INTO t (b) VALUES (randomblob(3000))");
     assert_non_null(ins);
@@ -162,11 +167,8 @@ static void test_empties_a_wal_long_under_its_file(void **state)
 {
     testdb *db = *state;
     store *s = db->s;
-    EXEC_OK(s, "CREATE TABLE t (i INTEGER PRIMARY KEY, b BLOB)");
     store_gate gate;
-    store_gate_init(&gate, true);
-    store_checkpoint *c = store_checkpoint_start(db->url, &gate, "test", "test-ckpt", 0, 1500);
-    assert_non_null(c);
+    store_checkpoint *c = checkpointer_on(db, &gate, 0, 1500);
 
     /* 2 MB in one transaction: the file grows past the floor */
     EXEC_OK(s, "BEGIN");
