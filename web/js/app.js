@@ -36,7 +36,13 @@ function navigate(path, { replace = false } = {}) {
   return route();
 }
 
+// The newest route(): one still loading its page when the next began (a
+// zone change, a quick click) draws into an element of its own, no longer
+// in the page, and hands its cleanup back at once.
+let routeSeq = 0;
+
 async function route() {
+  const seq = ++routeSeq;
   const main = document.getElementById('main');
   const path = location.pathname;
   let found = null, params = [];
@@ -54,14 +60,18 @@ async function route() {
   if (found.needsAuth && !state.me) return navigate('/signin?next=' + encodeURIComponent(path + location.search), { replace: true });
   redirecting = null;
   const page = await found.load();
+  if (seq !== routeSeq) return;
   if (redirecting) return navigate(redirecting, { replace: true });
   if (typeof page !== 'function') return;
-  clear(main);
+  const view = h('div.view');
+  clear(main, view);
   try {
-    cleanup = await page(main, params, new URLSearchParams(location.search));
+    const done = await page(view, params, new URLSearchParams(location.search));
+    if (seq === routeSeq) cleanup = done;
+    else if (typeof done === 'function') done();
   } catch (e) {
     console.warn(e);
-    clear(main, h('p.error', { role: 'alert' }, 'Could not load this page: ' + e.message));
+    clear(view, h('p.error', { role: 'alert' }, 'Could not load this page: ' + e.message));
   }
 }
 
