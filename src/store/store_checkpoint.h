@@ -24,7 +24,7 @@ typedef struct store_checkpoint store_checkpoint;
  * three borrowed: they must outlive store_checkpoint_stop). frames: the
  * WAL size at which it starts the WAL over (0: STORE_CKPT_FRAMES; tests
  * use less); calm_ms: how long the WAL must stay under a quarter of its
- * file before the file is emptied (0: 30 s; tests use less). NULL when the
+ * file before the file is emptied (0: 45 s; tests use less). NULL when the
  * thread cannot be started (not logged: the caller says what failed). */
 store_checkpoint *store_checkpoint_start(const char *url, store_gate *gate, const char *who,
                                          const char *thread_name, int64_t frames, int64_t calm_ms);
