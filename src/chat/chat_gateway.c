@@ -264,7 +264,8 @@ static void *ticker_main(void *p)
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         ts.tv_sec += 1;
-        pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+        /* A stop that came while the lock was down has already woken us. */
+        if (!c->stopping) pthread_cond_timedwait(&c->cv, &c->mu, &ts);
     }
     pthread_mutex_unlock(&c->mu);
     store_close(db);

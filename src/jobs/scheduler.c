@@ -492,13 +492,14 @@ static void *runner_main(void *p)
     pthread_mutex_lock(&s->mu);
     while (!s->stopping) {
         if (!db) {
+            /* The stop may come while the lock is down: look again before
+             * any wait, or its wake-up is lost and the stop waits out the
+             * heartbeat. */
             pthread_mutex_unlock(&s->mu);
             db = open_db(s, "runner");
             pthread_mutex_lock(&s->mu);
-            if (!db) {
-                wait_until(&s->run_cv, &s->mu, mono_ms() + s->heartbeat_ms);
-                continue;
-            }
+            if (!db && !s->stopping) wait_until(&s->run_cv, &s->mu, mono_ms() + s->heartbeat_ms);
+            continue;
         }
         int64_t due = 0;
         sched_job *sj = next_due(s, &due);
