@@ -251,8 +251,8 @@ static void test_two_schedulers(void **state)
  * connections. One that saw the stop flag clear before its open, and did
  * not look again after it, waited out a whole heartbeat, the stop's wake-up
  * already gone (found by test_restart: a SIGTERM 30 ms after the start
- * took 5.5 s). The heartbeat here is 3 s; every stop must take well under
- * it. */
+ * took 5.5 s). The heartbeat here is 6 s; every stop must take well under
+ * it (half, for a loaded machine). */
 static void test_stop_right_after_start(void **state)
 {
     testdb *db = *state;
@@ -260,7 +260,7 @@ static void test_stop_right_after_start(void **state)
     env_init(&e, "0 0 1 1 *", JOBS_MISFIRE_SKIP, 0, 0);
     for (int i = 0; i < 10; i++) {
         jobs_scheduler_opts o = {.db_url = db->url, .node_id = "quick", .address = "127.0.0.1:1",
-                                 .heartbeat_ms = 3000, .ttl_ms = 9000, .runners = 4};
+                                 .heartbeat_ms = 6000, .ttl_ms = 18000, .runners = 4};
         jobs_scheduler *s = jobs_scheduler_new(e.reg, &o);
         assert_non_null(s);
         assert_int_equal(jobs_scheduler_start(s), 0);
@@ -268,7 +268,7 @@ static void test_stop_right_after_start(void **state)
         jobs_scheduler_stop(s);
         int64_t took_ms = (base_mono_ns() - t0) / 1000000;
         jobs_scheduler_free(s);
-        if (took_ms >= 1500) fail_msg("stop %d took %lld ms", i, (long long)took_ms);
+        if (took_ms >= 3000) fail_msg("stop %d took %lld ms", i, (long long)took_ms);
     }
     env_free(&e);
 }
