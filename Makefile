@@ -80,6 +80,10 @@ build/bench/chatload: bench/chat/chatload.c
 	@mkdir -p $(dir $@)
 	$(CC) $(REL_CFLAGS) -o $@ $<
 
+build/bench/walwrite: bench/store/walwrite.c build/rel/src/store/store_sqlite_vfs.o
+	@mkdir -p $(dir $@)
+	$(CC) $(REL_CFLAGS) -o $@ $^ -lsqlite3 -lpthread
+
 run: deps
 	@$(MAKE) --no-print-directory build/chime
 	@mkdir -p var

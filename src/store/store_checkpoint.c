@@ -63,7 +63,14 @@
  * of the file the seeding grew for about 40 s before it), so a WAL that
  * cycles through its file under steady load is left alone, and calm_ms
  * is 45 s: under the minute after which this VM kind drops idle pages,
- * long enough that a short pause between bursts keeps the file. */
+ * long enough that a short pause between bursts keeps the file.
+ *
+ * Since the WAL-write VFS (store_sqlite_vfs.h) a commit's frames reach the
+ * file as one write, which covers whole pages but at its two ends, so
+ * writing over a cold WAL reads two pages a commit instead of every one
+ * (5,000 commits of 20 pages over a dropped WAL and database file: 3.1 s
+ * against 10.2 s, bench/store); emptying the file stays, for the pages the
+ * ends of each write still read. */
 #include "store/store_checkpoint.h"
 
 #include <errno.h>

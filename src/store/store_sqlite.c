@@ -10,6 +10,7 @@
  */
 #include "store/store_int.h"
 #include "store/store_sqlite_lock.h"
+#include "store/store_sqlite_vfs.h"
 
 #include "base/base.h"
 
@@ -463,7 +464,7 @@ store *store_sqlite_open(const char *path, char *err, size_t errlen)
     store *s = &ss->base;
     store_base_init(s, &store_sqlite_ops);
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-    int rc = sqlite3_open_v2(path, &ss->db, flags, NULL);
+    int rc = sqlite3_open_v2(path, &ss->db, flags, sqlite_walvfs_default());
     if (rc != SQLITE_OK) {
         snprintf(err, errlen, "sqlite: %s: %s", path,
                  ss->db ? sqlite3_errmsg(ss->db) : sqlite3_errstr(rc));
