@@ -134,6 +134,48 @@ static void insert_rows(sqlite3 *db, int n)
     exec_ok(db, sql);
 }
 
+/* Opens a transaction of 20 pages, in the WAL already when the cache is
+ * small (a spill). */
+static void begin_and_spill(sqlite3 *db)
+{
+    exec_ok(db, "BEGIN; WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20) "
+                "INSERT INTO t (b) SELECT randomblob(3000) FROM c");
+}
+
+/* Commits 20 rows of zeroed pages. */
+static void insert_zero_pages(sqlite3 *db)
+{
+    exec_ok(db, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20) "
+                "INSERT INTO t (b) SELECT zeroblob(3000) FROM c");
+}
+
+/* Runs work in a child process on a connection of its own (synchronous
+ * sync), then SIGKILLs the child with that connection still open. */
+static void killed_after(const char *path, const char *sync, void (*work)(sqlite3 *))
+{
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        sqlite3 *db = open_with(path, "count-wal", sync);
+        work(db);
+        char done = 1;
+        if (write(fds[1], &done, 1) != 1) _exit(2);
+        pause(); /* killed here, the connection still open */
+        _exit(0);
+    }
+    close(fds[1]);
+    char done = 0;
+    assert_int_equal(read(fds[0], &done, 1), 1);
+    close(fds[0]);
+    kill(pid, SIGKILL);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+}
+
 /* ---- tests ---------------------------------------------------------------- */
 
 /* 20 pages and their index pages: SQLite alone writes every frame as two
@@ -223,6 +265,11 @@ static void test_spills_and_rollbacks(void **state)
 
 /* A process killed right after its commits returned keeps them all: the
  * VFS holds nothing past a commit. */
+static void fifty_commits(sqlite3 *db)
+{
+    for (int i = 0; i < 50; i++) insert_rows(db, 3);
+}
+
 static void test_a_killed_writer_keeps_its_commits(void **state)
 {
     (void)state;
@@ -230,27 +277,7 @@ static void test_a_killed_writer_keeps_its_commits(void **state)
     tdb_open(&t, "count-wal", "FULL");
     sqlite3_close(t.db); /* no connection crosses the fork */
     t.db = NULL;
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        sqlite3 *db = open_with(t.path, "count-wal", "FULL");
-        for (int i = 0; i < 50; i++) insert_rows(db, 3);
-        char done = 1;
-        if (write(fds[1], &done, 1) != 1) _exit(2);
-        pause(); /* killed here, the connection still open */
-        _exit(0);
-    }
-    close(fds[1]);
-    char done = 0;
-    assert_int_equal(read(fds[0], &done, 1), 1);
-    close(fds[0]);
-    kill(pid, SIGKILL);
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFSIGNALED(status));
+    killed_after(t.path, "FULL", fifty_commits);
     assert_sound(t.path, 150);
     testdb_sqlite_remove(t.path);
 }
@@ -268,11 +295,9 @@ static void test_a_rollback_leaves_nothing_for_later(void **state)
     sqlite3 *other = open_with(t.path, "count-wal", "FULL");
     exec_ok(other, "PRAGMA wal_checkpoint(TRUNCATE)");
     exec_ok(t.db, "PRAGMA cache_size = 5");
-    exec_ok(t.db, "BEGIN; WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20) "
-                  "INSERT INTO t (b) SELECT randomblob(3000) FROM c");
+    begin_and_spill(t.db);
     exec_ok(t.db, "ROLLBACK");
-    exec_ok(other, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20) "
-                   "INSERT INTO t (b) SELECT zeroblob(3000) FROM c");
+    insert_zero_pages(other);
     assert_int_equal(one_int(t.db, "SELECT count(*) FROM t"), 21);
     exec_ok(t.db, "INSERT INTO t (b) VALUES (zeroblob(10))");
     assert_int_equal(one_int(other, "SELECT count(*) FROM t WHERE b = zeroblob(3000)"), 20);
@@ -286,6 +311,13 @@ static void test_a_rollback_leaves_nothing_for_later(void **state)
  * checksums (walRewriteChecksums) after the commit frame. A header of
  * those still held when the commit was published was lost to a SIGKILL
  * (the review: 1 row of 21 after recovery). */
+static void spill_rewrite_commit(sqlite3 *db)
+{
+    exec_ok(db, "PRAGMA cache_size = 5");
+    begin_and_spill(db);
+    exec_ok(db, "UPDATE t SET b = zeroblob(3000) WHERE i <= 10; COMMIT");
+}
+
 static void test_rewritten_checksums_survive_a_kill(void **state)
 {
     (void)state;
@@ -294,28 +326,7 @@ static void test_rewritten_checksums_survive_a_kill(void **state)
     insert_rows(t.db, 1);
     sqlite3_close(t.db); /* no connection crosses the fork */
     t.db = NULL;
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fds[0]);
-        sqlite3 *db = open_with(t.path, "count-wal", "NORMAL");
-        exec_ok(db, "PRAGMA cache_size = 5");
-        exec_ok(db, "BEGIN; WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20) "
-                    "INSERT INTO t (b) SELECT randomblob(3000) FROM c; UPDATE t SET b = zeroblob(3000) WHERE i <= 10;"
-                    "COMMIT");
-        char done = 1;
-        if (write(fds[1], &done, 1) != 1) _exit(2);
-        pause();
-        _exit(0);
-    }
-    close(fds[1]);
-    char done = 0;
-    assert_int_equal(read(fds[0], &done, 1), 1);
-    close(fds[0]);
-    kill(pid, SIGKILL);
-    assert_int_equal(waitpid(pid, NULL, 0), pid);
+    killed_after(t.path, "NORMAL", spill_rewrite_commit);
     assert_sound(t.path, 21);
     testdb_sqlite_remove(t.path);
 }
@@ -332,8 +343,7 @@ static void test_a_failed_write_rolls_the_transaction_back(void **state)
     tdb_open(&t, "count-wal", "FULL");
     insert_rows(t.db, 1);
     exec_ok(t.db, "PRAGMA cache_size = 5");
-    exec_ok(t.db, "BEGIN; WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20) "
-                  "INSERT INTO t (b) SELECT randomblob(3000) FROM c");
+    begin_and_spill(t.db);
     count_failing = 1;
     int rc = sqlite3_exec(t.db, "UPDATE t SET b = zeroblob(3000) WHERE i = 1", NULL, NULL, NULL);
     count_failing = 0;
@@ -357,13 +367,11 @@ static void test_exclusive_mode_holds_nothing(void **state)
     insert_rows(t.db, 1);
     exec_ok(t.db, "PRAGMA wal_checkpoint(TRUNCATE)");
     exec_ok(t.db, "PRAGMA locking_mode = EXCLUSIVE; PRAGMA cache_size = 5");
-    exec_ok(t.db, "BEGIN; WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20) "
-                  "INSERT INTO t (b) SELECT randomblob(3000) FROM c");
+    begin_and_spill(t.db);
     exec_ok(t.db, "PRAGMA locking_mode = NORMAL");
     exec_ok(t.db, "ROLLBACK");
     sqlite3 *other = open_with(t.path, "count-wal", "FULL");
-    exec_ok(other, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20) "
-                   "INSERT INTO t (b) SELECT zeroblob(3000) FROM c");
+    insert_zero_pages(other);
     assert_int_equal(one_int(t.db, "SELECT count(*) FROM t"), 21);
     sqlite3_close(other);
     assert_sound(t.path, 21);
