@@ -14,7 +14,11 @@
  *    change row per member, written in the sender's transaction.
  *  - A conversation's messages have their own numbers (1, 2, 3...);
  *    unread = the conversation's last number minus the member's read mark
- *    (an offset, never a counter).
+ *    (an offset, never a counter). A user's total over all conversations
+ *    is kept beside their number (chat_seqs.unread), moved by the writes
+ *    that move those offsets in the same statement as the number, so the
+ *    writer knows both for the WebSocket frame and no one reads them
+ *    again; GET /v1/unread still sums the offsets.
  *  - A removed member keeps the history up to its removal (left_seq) and
  *    gets nothing after; an added member sees messages sent after it
  *    joined (joined_seq).
@@ -49,6 +53,11 @@ enum { CHAT_OK = 0, CHAT_NOT_FOUND = 1, CHAT_ERROR = -1 };
 
 /* ---- writes (chat_ops.c), each inside the writer's open transaction ---- */
 
+/* A user's number moved to seq; unread is their unread count with it. */
+typedef struct chat_news {
+    int64_t user, seq, unread;
+} chat_news;
+
 /* What a write answers, and whom it tells. */
 typedef struct chat_result {
     int status;          /* HTTP status */
@@ -61,7 +70,7 @@ typedef struct chat_result {
                           * jsonw, it costs a tenth of a jansson tree built
                           * there and dumped on the loop */
     size_t rendered_len;
-    int64_t *signal;     /* users whose sequence moved (owned) */
+    chat_news *signal;   /* users whose sequence moved (owned) */
     size_t nsignal, signal_cap;
     int64_t self;        /* a fan-out's writer: whose change number... */
     int64_t self_seq;    /* ...is kept here (0: none) */
@@ -110,8 +119,8 @@ int chat_messages(store *db, int64_t me, int64_t conv, int64_t before, int64_t a
 int chat_sync(store *db, int64_t me, int64_t since, int limit, int64_t *seq, int64_t *pruned_to, jsonw *w);
 /* GET /v1/unread: unread messages in all, conversations with any. */
 int chat_unread(store *db, int64_t me, int64_t *total, int64_t *conversations);
-/* Seq and unread of many users at once (the WebSocket sync frames):
- * users sorted; seq/unread get one value per user. */
+/* Seq and unread of many users at once (the WebSocket hello, and sync
+ * frames of news from elsewhere): seq/unread get one value per user. */
 int chat_seq_unread(store *db, const int64_t *users, size_t n, int64_t *seq, int64_t *unread);
 /* Whether two users share a conversation (presence is shown to them). */
 int chat_share(store *db, int64_t a, int64_t b, bool *shared);

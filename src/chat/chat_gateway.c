@@ -3,9 +3,10 @@
  *
  * Push-count-then-pull: a frame says only "news up to seq N, K unread";
  * the device pulls the content with GET /v1/sync. A sync frame is made
- * when the hub's coalesced signal runs (ws.h), from the database's
- * newest numbers, so a burst of changes gives few frames and the last one
- * is never stale. Presence: the first connection of a user on a node
+ * when the hub's coalesced signal runs (ws.h), from the numbers the
+ * writer that moved them signalled (this node's or, through the bus,
+ * another's), or from the database when they are not known; a burst of
+ * changes gives few frames and the hub never sends a stale one last. Presence: the first connection of a user on a node
  * writes a presence row (node, user), its last one deletes it and records
  * last_seen; a node's rows count only while its heartbeat (nodes) is
  * fresh, so a dead node's users stop counting within the lease TTL. */
@@ -63,17 +64,17 @@ static int ticket_use(store *db, const char *ticket, int64_t *user)
 /* The first frame. "connection" names the connection, for the device's
  * sends to say (Chime-Connection) so that it is spared the frames that
  * tell it only of its own messages. */
-static char *hello_of(store *db, int64_t user, uint64_t token)
+static char *hello_of(store *db, int64_t user, uint64_t token, int64_t *seq)
 {
-    int64_t seq = 0, unread = 0;
-    if (chat_seq_unread(db, &user, 1, &seq, &unread) != CHAT_OK) return NULL;
+    int64_t unread = 0;
+    if (chat_seq_unread(db, &user, 1, seq, &unread) != CHAT_OK) return NULL;
     char id[17], conn[17], *text = malloc(160);
     base_id_format(user, id);
     base_id_format((int64_t)token, conn);
     if (text)
         snprintf(text, 160,
                  "{\"type\":\"hello\",\"user_id\":\"%s\",\"seq\":%lld,\"unread\":%lld,\"connection\":\"%s\"}", id,
-                 (long long)seq, (long long)unread, conn);
+                 (long long)*seq, (long long)unread, conn);
     return text;
 }
 
@@ -109,9 +110,10 @@ static void handle_ws(http_req *r, void *arg)
     int64_t user;
     if (!ws_user(c, r, &user)) return;
     uint64_t token = ws_hub_token(c->hub, r->loop);
-    char *hello = hello_of(chat_db(c, r->loop), user, token);
+    int64_t seq = 0;
+    char *hello = hello_of(chat_db(c, r->loop), user, token, &seq);
     if (!hello) return http_send_db_error(r, store_errmsg(chat_db(c, r->loop)));
-    if (ws_hub_upgrade(c->hub, r, user, token, hello) != 0)
+    if (ws_hub_upgrade(c->hub, r, user, token, hello, seq) != 0)
         http_send_error(r, 400, "not_websocket", NULL, "this is a WebSocket endpoint: send an upgrade request");
     free(hello);
 }
@@ -128,23 +130,22 @@ static void on_offline(void *arg, int64_t user)
     chat_presence(arg, user, false);
 }
 
-/* The news of users connected to this loop: their numbers, now. */
-static void on_signal(void *arg, int loop, const int64_t *users, size_t n)
+/* The news of users connected to this loop: the numbers signalled, or
+ * the database's when they are not known (seq 0). */
+static void on_signal(void *arg, int loop, const ws_news *news, size_t n)
 {
     chat_service *c = arg;
-    int64_t *seq = malloc(n * sizeof *seq), *unread = malloc(n * sizeof *unread);
-    if (seq && unread && chat_seq_unread(chat_db(c, loop), users, n, seq, unread) == CHAT_OK) {
-        for (size_t i = 0; i < n; i++) {
-            char frame[96];
-            int len = snprintf(frame, sizeof frame, "{\"type\":\"sync\",\"seq\":%lld,\"unread\":%lld}",
-                               (long long)seq[i], (long long)unread[i]);
-            ws_hub_send_local(c->hub, loop, users[i], seq[i], frame, (size_t)len);
+    for (size_t i = 0; i < n; i++) {
+        int64_t seq = news[i].seq, unread = news[i].unread;
+        if (seq <= 0 && chat_seq_unread(chat_db(c, loop), &news[i].user_id, 1, &seq, &unread) != CHAT_OK) {
+            log_warn("chat: a sync frame not sent: %s", store_errmsg(chat_db(c, loop)));
+            continue;
         }
-    } else {
-        log_warn("chat: sync frames not sent: %s", store_errmsg(chat_db(c, loop)));
+        char frame[96];
+        int len = snprintf(frame, sizeof frame, "{\"type\":\"sync\",\"seq\":%lld,\"unread\":%lld}",
+                           (long long)seq, (long long)unread);
+        ws_hub_send_local(c->hub, loop, news[i].user_id, seq, frame, (size_t)len);
     }
-    free(seq);
-    free(unread);
 }
 
 /* Frames from devices: {"type":"ping"} only (a keep-alive for clients

@@ -400,11 +400,15 @@ static void on_told(void *arg, int64_t user, int64_t conn, int64_t seq)
     if (c->hub) ws_hub_told(c->hub, user, (uint64_t)conn, seq);
 }
 
-/* After each commit: the users' devices hear of it. */
-static void on_commit(void *arg, const int64_t *users, size_t n)
+/* After each commit: the users' devices hear of it, with the numbers. */
+static void on_commit(void *arg, const chat_news *news, size_t n)
 {
     chat_service *c = arg;
-    if (c->push) push_signal(c->push, users, n);
+    ws_news *v = c->push ? malloc(n * sizeof *v) : NULL;
+    if (!v) return; /* out of memory: devices pull at their next frame */
+    for (size_t i = 0; i < n; i++) v[i] = (ws_news){.user_id = news[i].user, .seq = news[i].seq, .unread = news[i].unread};
+    push_signal(c->push, v, n);
+    free(v);
 }
 
 int chat_start(chat_service *c, idgen *ids)

@@ -34,27 +34,27 @@ int chat_refuse(chat_result *r, int status, const char *code, const char *field,
     return STORE_OK;
 }
 
-/* User's sequence moved to seq: the gateway tells them, and the writer of
- * the change (r->self) gets its own number. */
-static int signal_add(chat_result *r, int64_t user, int64_t seq)
+/* User's sequence moved to seq, their unread count to unread: the gateway
+ * tells them, and the writer of the change (r->self) gets its own number. */
+static int signal_add(chat_result *r, int64_t user, int64_t seq, int64_t unread)
 {
     if (user == r->self) r->self_seq = seq;
     if (r->nsignal == r->signal_cap) {
-        int64_t *grown = base_grow(r->signal, sizeof *grown, &r->signal_cap);
+        chat_news *grown = base_grow(r->signal, sizeof *grown, &r->signal_cap);
         if (!grown) return STORE_ERROR;
         r->signal = grown;
     }
-    r->signal[r->nsignal++] = user;
+    r->signal[r->nsignal++] = (chat_news){.user = user, .seq = seq, .unread = unread};
     return STORE_OK;
 }
 
-/* Runs a statement to its end; when r is given, each row is (user, seq)
- * of a change, for signal_add. */
+/* Runs a statement to its end; when r is given, each row is (user, seq,
+ * unread) of a change, for signal_add. */
 static int run(store_stmt *st, chat_result *r)
 {
     int rc;
     while ((rc = store_step(st)) == STORE_ROW)
-        if (r && signal_add(r, store_col_int64(st, 0), store_col_int64(st, 1)) != STORE_OK) {
+        if (r && signal_add(r, store_col_int64(st, 0), store_col_int64(st, 1), store_col_int64(st, 2)) != STORE_OK) {
             rc = STORE_ERROR;
             break;
         }
@@ -73,6 +73,22 @@ static int seq_row(store *db, int64_t user)
     return run(st, NULL);
 }
 
+/* A change for the members of a conversation: its kind and ref, and how
+ * it moves unread counts -- every member's by unread (a message: 1) and
+ * one member's, who, by who_unread more (the sender, who has read it all
+ * now). */
+typedef struct chat_change {
+    int64_t conv;
+    const char *kind;
+    int64_t ref, now;
+    int64_t unread, who, who_unread;
+} chat_change;
+
+static int64_t unread_delta(const chat_change *ch, int64_t user)
+{
+    return ch->unread + (user == ch->who ? ch->who_unread : 0);
+}
+
 /* One change for every current member of conv: their next numbers.
  *
  * Two forms, one result. PostgreSQL pays a round trip per statement, so it
@@ -82,102 +98,113 @@ static int seq_row(store *db, int64_t user)
  * open a statement journal, which was 45% of the writer's instructions for
  * a 1:1 message (callgrind); a read of the members' numbers and then two
  * one-row statements a member cost a fifth of that. */
-static int fan_out_set(store *db, int64_t conv, const char *kind, int64_t ref, int64_t now, chat_result *r)
+static int fan_out_set(store *db, const chat_change *ch, chat_result *r)
 {
-    store_stmt *st = store_prepare(db, "UPDATE chat_seqs SET seq = seq + 1 WHERE user_id IN (SELECT user_id FROM "
-                                       "conv_members WHERE conversation_id = $1 AND left_seq IS NULL)");
-    store_bind_int64(st, 1, conv);
-    int rc = run(st, NULL);
+    store_stmt *st = store_prepare(db, "UPDATE chat_seqs SET seq = seq + 1, unread = unread + $2 + CASE WHEN "
+                                       "user_id = $3 THEN $4 ELSE 0 END WHERE user_id IN (SELECT user_id FROM "
+                                       "conv_members WHERE conversation_id = $1 AND left_seq IS NULL) "
+                                       "RETURNING user_id, seq, unread");
+    store_bind_int64(st, 1, ch->conv);
+    store_bind_int64(st, 2, ch->unread);
+    store_bind_int64(st, 3, ch->who);
+    store_bind_int64(st, 4, ch->who_unread);
+    int rc = run(st, r);
     if (rc != STORE_OK) return rc;
     st = store_prepare(db, "INSERT INTO chat_changes (user_id, seq, kind, conversation_id, ref, created_ms) "
                            "SELECT m.user_id, s.seq, $2, $1, $3, $4 FROM conv_members m JOIN chat_seqs s "
-                           "ON s.user_id = m.user_id WHERE m.conversation_id = $1 AND m.left_seq IS NULL "
-                           "RETURNING user_id, seq");
-    store_bind_int64(st, 1, conv);
-    store_bind_str(st, 2, kind);
-    store_bind_int64(st, 3, ref);
-    store_bind_int64(st, 4, now);
-    return run(st, r);
+                           "ON s.user_id = m.user_id WHERE m.conversation_id = $1 AND m.left_seq IS NULL");
+    store_bind_int64(st, 1, ch->conv);
+    store_bind_str(st, 2, ch->kind);
+    store_bind_int64(st, 3, ch->ref);
+    store_bind_int64(st, 4, ch->now);
+    return run(st, NULL);
 }
 
-/* The members' (user, seq) pairs, read whole before anything is written
- * (one statement at a time on a connection). */
-static int members_seqs(store *db, int64_t conv, int64_t **pairs, size_t *n)
+/* The members' (user, seq, unread), read whole before anything is
+ * written (one statement at a time on a connection). */
+static int members_seqs(store *db, int64_t conv, int64_t **rows, size_t *n)
 {
     size_t cap = 0;
-    *pairs = NULL;
+    *rows = NULL;
     *n = 0;
-    store_stmt *st = store_prepare(db, "SELECT m.user_id, s.seq FROM conv_members m JOIN chat_seqs s ON s.user_id = "
-                                       "m.user_id WHERE m.conversation_id = $1 AND m.left_seq IS NULL");
+    store_stmt *st = store_prepare(db, "SELECT m.user_id, s.seq, s.unread FROM conv_members m JOIN chat_seqs s "
+                                       "ON s.user_id = m.user_id WHERE m.conversation_id = $1 AND m.left_seq IS NULL");
     store_bind_int64(st, 1, conv);
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
-        if (2 * *n + 2 > cap) {
-            int64_t *grown = base_grow(*pairs, sizeof *grown, &cap);
-            if (!grown) {
-                rc = STORE_ERROR;
-                break;
-            }
-            *pairs = grown;
+        while (3 * *n + 3 > cap) {
+            int64_t *grown = base_grow(*rows, sizeof *grown, &cap);
+            if (!grown) break;
+            *rows = grown;
         }
-        (*pairs)[2 * *n] = store_col_int64(st, 0);
-        (*pairs)[2 * *n + 1] = store_col_int64(st, 1);
+        if (3 * *n + 3 > cap) {
+            rc = STORE_ERROR;
+            break;
+        }
+        for (int k = 0; k < 3; k++) (*rows)[3 * *n + (size_t)k] = store_col_int64(st, k);
         (*n)++;
     }
     store_reset(st);
     return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
 }
 
-static int fan_out_rows(store *db, int64_t conv, const char *kind, int64_t ref, int64_t now, chat_result *r)
+static int fan_out_rows(store *db, const chat_change *ch, chat_result *r)
 {
-    int64_t *pairs;
+    int64_t *rows;
     size_t n;
-    int rc = members_seqs(db, conv, &pairs, &n);
+    int rc = members_seqs(db, ch->conv, &rows, &n);
     for (size_t i = 0; i < n && rc == STORE_OK; i++) {
-        int64_t user = pairs[2 * i], seq = pairs[2 * i + 1] + 1;
-        store_stmt *st = store_prepare(db, "UPDATE chat_seqs SET seq = $2 WHERE user_id = $1");
+        int64_t user = rows[3 * i], seq = rows[3 * i + 1] + 1, unread = rows[3 * i + 2] + unread_delta(ch, user);
+        store_stmt *st = store_prepare(db, "UPDATE chat_seqs SET seq = $2, unread = $3 WHERE user_id = $1");
         store_bind_int64(st, 1, user);
         store_bind_int64(st, 2, seq);
+        store_bind_int64(st, 3, unread);
         rc = run(st, NULL);
         if (rc != STORE_OK) break;
         st = store_prepare(db, "INSERT INTO chat_changes (user_id, seq, kind, conversation_id, ref, created_ms) "
                                "VALUES ($1, $2, $3, $4, $5, $6)");
         store_bind_int64(st, 1, user);
         store_bind_int64(st, 2, seq);
-        store_bind_str(st, 3, kind);
-        store_bind_int64(st, 4, conv);
-        store_bind_int64(st, 5, ref);
-        store_bind_int64(st, 6, now);
+        store_bind_str(st, 3, ch->kind);
+        store_bind_int64(st, 4, ch->conv);
+        store_bind_int64(st, 5, ch->ref);
+        store_bind_int64(st, 6, ch->now);
         rc = run(st, NULL);
-        if (rc == STORE_OK) rc = signal_add(r, user, seq);
+        if (rc == STORE_OK) rc = signal_add(r, user, seq, unread);
     }
-    free(pairs);
+    free(rows);
     return rc;
 }
 
-static int fan_out(store *db, int64_t conv, const char *kind, int64_t ref, int64_t now, chat_result *r)
+static int fan_out(store *db, const chat_change *ch, chat_result *r)
 {
-    if (store_backend_of(db) == STORE_PG) return fan_out_set(db, conv, kind, ref, now, r);
-    return fan_out_rows(db, conv, kind, ref, now, r);
+    if (store_backend_of(db) == STORE_PG) return fan_out_set(db, ch, r);
+    return fan_out_rows(db, ch, r);
 }
 
-/* One change for one user (a read mark, their own removal). */
-static int change_one(store *db, int64_t user, const char *kind, int64_t conv, int64_t ref, int64_t now,
-                      chat_result *r)
+/* One change for one user (a read mark), which moves their unread count
+ * by unread. */
+static int change_one(store *db, int64_t user, const chat_change *ch, chat_result *r)
 {
-    store_stmt *st = store_prepare(db, "UPDATE chat_seqs SET seq = seq + 1 WHERE user_id = $1");
+    store_stmt *st = store_prepare(db, "UPDATE chat_seqs SET seq = seq + 1, unread = unread + $2 WHERE user_id = $1 "
+                                       "RETURNING seq, unread");
     store_bind_int64(st, 1, user);
-    int rc = run(st, NULL);
-    if (rc != STORE_OK) return rc;
+    store_bind_int64(st, 2, ch->unread);
+    int rc = store_step(st);
+    int64_t seq = rc == STORE_ROW ? store_col_int64(st, 0) : 0, unread = rc == STORE_ROW ? store_col_int64(st, 1) : 0;
+    if (rc == STORE_ROW) rc = store_step(st); /* to its end: one row */
+    store_reset(st);
+    if (rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
     st = store_prepare(db, "INSERT INTO chat_changes (user_id, seq, kind, conversation_id, ref, created_ms) "
-                           "SELECT user_id, seq, $2, $3, $4, $5 FROM chat_seqs WHERE user_id = $1 "
-                           "RETURNING user_id, seq");
+                           "VALUES ($1, $2, $3, $4, $5, $6)");
     store_bind_int64(st, 1, user);
-    store_bind_str(st, 2, kind);
-    store_bind_int64(st, 3, conv);
-    store_bind_int64(st, 4, ref);
-    store_bind_int64(st, 5, now);
-    return run(st, r);
+    store_bind_int64(st, 2, seq);
+    store_bind_str(st, 3, ch->kind);
+    store_bind_int64(st, 4, ch->conv);
+    store_bind_int64(st, 5, ch->ref);
+    store_bind_int64(st, 6, ch->now);
+    rc = run(st, NULL);
+    return rc == STORE_OK ? signal_add(r, user, seq, unread) : rc;
 }
 
 /* ---- membership ----------------------------------------------------------- */
@@ -233,11 +260,19 @@ static int active_count(store *db, int64_t conv, int64_t *n)
     return rc == STORE_ROW ? STORE_OK : rc;
 }
 
-/* Adds (or re-adds) user to conv as of message number at. */
-static int member_put(store *db, int64_t conv, int64_t user, const char *role, int64_t at)
+/* Adds (or re-adds) user to conv as of message number at, which moves
+ * their unread count by unread (a re-added member's old share goes: they
+ * start again from at). */
+static int member_put(store *db, int64_t conv, int64_t user, const char *role, int64_t at, int64_t unread)
 {
     int rc = seq_row(db, user);
     if (rc != STORE_OK) return rc;
+    if (unread != 0) {
+        store_stmt *st = store_prepare(db, "UPDATE chat_seqs SET unread = unread + $2 WHERE user_id = $1");
+        store_bind_int64(st, 1, user);
+        store_bind_int64(st, 2, unread);
+        if ((rc = run(st, NULL)) != STORE_OK) return rc;
+    }
     store_stmt *st = store_prepare(
         db, "INSERT INTO conv_members (conversation_id, user_id, role, joined_seq, left_seq, read_up_to) "
             "VALUES ($1, $2, $3, $4, NULL, $4) ON CONFLICT (conversation_id, user_id) DO UPDATE SET "
@@ -294,9 +329,9 @@ int chat_create_direct(store *db, int64_t me, int64_t other, int64_t now, chat_r
     bool inserted;
     int64_t id = base_id_new();
     int rc = conv_insert(db, id, "direct", "", pair, me, now, &inserted);
-    if (rc == STORE_OK && inserted) rc = member_put(db, id, me, "member", 0);
-    if (rc == STORE_OK && inserted) rc = member_put(db, id, other, "member", 0);
-    if (rc == STORE_OK && inserted) rc = fan_out(db, id, "conversation", 0, now, r);
+    if (rc == STORE_OK && inserted) rc = member_put(db, id, me, "member", 0, 0);
+    if (rc == STORE_OK && inserted) rc = member_put(db, id, other, "member", 0, 0);
+    if (rc == STORE_OK && inserted) rc = fan_out(db, &(chat_change){.conv = id, .kind = "conversation", .now = now}, r);
     if (rc == STORE_OK && !inserted) {
         store_stmt *st = store_prepare(db, "SELECT id FROM conversations WHERE pair_key = $1");
         store_bind_str(st, 1, pair);
@@ -324,10 +359,10 @@ int chat_create_group(store *db, int64_t me, const char *title, const int64_t *m
     int64_t id = base_id_new();
     int rc = conv_insert(db, id, "group", title, NULL, me, now, &inserted);
     if (rc == STORE_OK && !inserted) rc = STORE_ERROR; /* an id collision: 2^-63 */
-    if (rc == STORE_OK) rc = member_put(db, id, me, "admin", 0);
+    if (rc == STORE_OK) rc = member_put(db, id, me, "admin", 0, 0);
     for (size_t i = 0; i < n && rc == STORE_OK; i++)
-        if (members[i] != me) rc = member_put(db, id, members[i], "member", 0);
-    if (rc == STORE_OK) rc = fan_out(db, id, "conversation", 0, now, r);
+        if (members[i] != me) rc = member_put(db, id, members[i], "member", 0, 0);
+    if (rc == STORE_OK) rc = fan_out(db, &(chat_change){.conv = id, .kind = "conversation", .now = now}, r);
     return rc == STORE_OK ? conv_answer(db, me, id, 201, r) : rc;
 }
 
@@ -360,8 +395,11 @@ int chat_add_members(store *db, int64_t me, int64_t conv, const int64_t *users, 
         chat_member x;
         rc = member_of(db, conv, users[i], &x);
         if (rc != STORE_OK || x.active) continue;
-        rc = member_put(db, conv, users[i], "member", last);
-        if (rc == STORE_OK) rc = fan_out(db, conv, "member_added", users[i], now, r);
+        /* A member removed before had last_seq's share frozen at its
+         * left_seq; it starts again from last with none. */
+        rc = member_put(db, conv, users[i], "member", last, x.present ? -(x.left - x.read) : 0);
+        chat_change ch = {.conv = conv, .kind = "member_added", .ref = users[i], .now = now};
+        if (rc == STORE_OK) rc = fan_out(db, &ch, r);
     }
     return rc == STORE_OK ? conv_answer(db, me, conv, 200, r) : rc;
 }
@@ -380,7 +418,7 @@ int chat_remove_member(store *db, int64_t me, int64_t conv, int64_t user, int64_
     if (user != me && !m.admin) return chat_refuse(r, 403, "forbidden", NULL, "only the admin removes others");
     if (!x.active) return chat_refuse(r, 404, "not_found", "user", "no such member");
     /* Everyone, the one leaving included, hears of it; then it leaves. */
-    rc = fan_out(db, conv, "member_removed", user, now, r);
+    rc = fan_out(db, &(chat_change){.conv = conv, .kind = "member_removed", .ref = user, .now = now}, r);
     store_stmt *st = store_prepare(db, "UPDATE conv_members SET left_seq = $3 WHERE conversation_id = $1 AND user_id = $2");
     store_bind_int64(st, 1, conv);
     store_bind_int64(st, 2, user);
@@ -445,17 +483,19 @@ static int find_original(store *db, int64_t conv, int64_t me, const char *client
     return rc == STORE_ROW || rc == STORE_DONE ? STORE_OK : rc;
 }
 
-/* The sender's standing in conv (*active false: not a member now) and
- * the conversation's newest number, in one read. */
-static int sender_of(store *db, int64_t conv, int64_t me, bool *active, int64_t *last_seq)
+/* The sender's standing in conv (*active false: not a member now), its
+ * read mark and the conversation's newest number, in one read. */
+static int sender_of(store *db, int64_t conv, int64_t me, bool *active, int64_t *read, int64_t *last_seq)
 {
-    store_stmt *st = store_prepare(db, "SELECT m.left_seq, c.last_seq FROM conv_members m JOIN conversations c ON "
-                                       "c.id = m.conversation_id WHERE m.conversation_id = $1 AND m.user_id = $2");
+    store_stmt *st = store_prepare(db, "SELECT m.left_seq, c.last_seq, m.read_up_to FROM conv_members m JOIN "
+                                       "conversations c ON c.id = m.conversation_id WHERE m.conversation_id = $1 "
+                                       "AND m.user_id = $2");
     store_bind_int64(st, 1, conv);
     store_bind_int64(st, 2, me);
     int rc = store_step(st);
     *active = rc == STORE_ROW && store_col_is_null(st, 0);
     *last_seq = rc == STORE_ROW ? store_col_int64(st, 1) : 0;
+    *read = rc == STORE_ROW ? store_col_int64(st, 2) : 0;
     store_reset(st);
     return rc == STORE_ROW || rc == STORE_DONE ? STORE_OK : rc;
 }
@@ -537,8 +577,8 @@ int chat_send(store *db, int64_t me, int64_t conv, const char *client_id, const 
               int64_t now, chat_result *r)
 {
     bool active, found;
-    int64_t last;
-    int rc = sender_of(db, conv, me, &active, &last);
+    int64_t last, read;
+    int rc = sender_of(db, conv, me, &active, &read, &last);
     if (rc != STORE_OK) return rc;
     if (!active) return chat_refuse(r, 404, "not_found", NULL, "no such conversation");
     if ((rc = find_original(db, conv, me, client_id, r, &found)) != STORE_OK || found) return rc;
@@ -546,7 +586,10 @@ int chat_send(store *db, int64_t me, int64_t conv, const char *client_id, const 
     rc = next_number(db, conv, seq, now);
     if (rc == STORE_OK) rc = message_insert(db, conv, seq, id, me, client_id, text, now);
     r->self = me;
-    if (rc == STORE_OK) rc = fan_out(db, conv, "message", seq, now, r);
+    /* One more unread for every member; the sender has read up to it. */
+    chat_change ch = {.conv = conv, .kind = "message", .ref = seq, .now = now, .unread = 1, .who = me,
+                      .who_unread = -(seq - read)};
+    if (rc == STORE_OK) rc = fan_out(db, &ch, r);
     if (rc != STORE_OK) return rc;
     r->status = 201;
     return message_render(r, conv, seq, id, me, client_id, text, now);
@@ -572,7 +615,8 @@ int chat_read(store *db, int64_t me, int64_t conv, int64_t up_to, int64_t now, c
         store_bind_int64(st, 3, up_to);
         rc = run(st, NULL);
         /* The user's other devices learn of it through their sequence. */
-        if (rc == STORE_OK) rc = change_one(db, me, "read", conv, up_to, now, r);
+        chat_change ch = {.conv = conv, .kind = "read", .ref = up_to, .now = now, .unread = -(up_to - m.read)};
+        if (rc == STORE_OK) rc = change_one(db, me, &ch, r);
     }
     if (rc != STORE_OK) return rc;
     int64_t read = moved ? up_to : m.read;

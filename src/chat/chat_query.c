@@ -319,17 +319,14 @@ int chat_unread(store *db, int64_t me, int64_t *total, int64_t *conversations)
 
 int chat_seq_unread(store *db, const int64_t *users, size_t n, int64_t *seq, int64_t *unread)
 {
-    store_stmt *st = store_prepare(db, "SELECT COALESCE((SELECT seq FROM chat_seqs WHERE user_id = $1), 0), ("
-                                       "SELECT COALESCE(sum(COALESCE(m.left_seq, c.last_seq) - m.read_up_to), 0) "
-                                       "FROM conv_members m JOIN conversations c ON c.id = m.conversation_id "
-                                       "WHERE m.user_id = $1)");
+    store_stmt *st = store_prepare(db, "SELECT seq, unread FROM chat_seqs WHERE user_id = $1");
     for (size_t i = 0; i < n; i++) {
         store_bind_int64(st, 1, users[i]);
         int rc = store_step(st);
-        seq[i] = rc == STORE_ROW ? store_col_int64(st, 0) : 0;
+        seq[i] = rc == STORE_ROW ? store_col_int64(st, 0) : 0; /* no row: nothing yet */
         unread[i] = rc == STORE_ROW ? store_col_int64(st, 1) : 0;
         store_reset(st);
-        if (rc != STORE_ROW) return CHAT_ERROR;
+        if (rc != STORE_ROW && rc != STORE_DONE) return CHAT_ERROR;
     }
     return CHAT_OK;
 }

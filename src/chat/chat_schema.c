@@ -8,7 +8,10 @@
  *   a member; else sees up to it), read_up_to (the read mark).
  * messages: keyed by (conversation, seq); a sender's client_msg_id is
  *   unique within the conversation (a retried send finds the original).
- * chat_seqs: each user's sequence, and how far it has been pruned.
+ * chat_seqs: each user's sequence, how far it has been pruned, and
+ *   (version 41) their unread total: the sum over their memberships of
+ *   COALESCE(left_seq, last_seq) - read_up_to, kept by the writes that
+ *   move a term of it (chat_ops.c).
  * chat_changes: one row per (user, seq); ref is the message's seq, the
  *   read mark, or the member concerned. On SQLite clustered by its key
  *   (WITHOUT ROWID), so a sync is one range of one b-tree.
@@ -78,8 +81,15 @@
     " user_id BIGINT PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,"                                 \
     " seen_ms BIGINT NOT NULL)"
 
+/* The sum as GET /v1/unread computes it, for the rows already there. */
+#define CHAT_UNREAD_KEPT                                                                                   \
+    "ALTER TABLE chat_seqs ADD COLUMN unread BIGINT NOT NULL DEFAULT 0;"                                  \
+    "UPDATE chat_seqs SET unread = (SELECT COALESCE(sum(COALESCE(m.left_seq, c.last_seq) - m.read_up_to), 0) " \
+    "FROM conv_members m JOIN conversations c ON c.id = m.conversation_id WHERE m.user_id = chat_seqs.user_id)"
+
 static const store_migration chat_steps[] = {
     {40, "chat", CHAT_TABLES(" WITHOUT ROWID"), CHAT_TABLES("")},
+    {41, "chat_unread_kept", CHAT_UNREAD_KEPT, NULL},
 };
 
 int chat_schema_add(store_schema *s)

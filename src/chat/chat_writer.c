@@ -248,18 +248,31 @@ static chat_op *take(chat_writer *w)
     return batch;
 }
 
-/* The users whose sequences moved, for the gateway to tell. */
+/* Appends r's news to *all (n of cap); false when out of memory. */
+static bool news_add(chat_news **all, size_t *n, size_t *cap, const chat_result *r)
+{
+    while (*n + r->nsignal > *cap) {
+        chat_news *grown = base_grow(*all, sizeof *grown, cap);
+        if (!grown) return false;
+        *all = grown;
+    }
+    if (r->nsignal) memcpy(*all + *n, r->signal, r->nsignal * sizeof **all);
+    *n += r->nsignal;
+    return true;
+}
+
+/* The users whose sequences moved, for the gateway to tell. Out of
+ * memory, some are not told: their devices catch up at the next frame. */
 static void tell(chat_writer *w, chat_op *ops)
 {
-    chat_ids all = {0};
+    size_t n = 0, cap = 0;
+    chat_news *all = NULL;
     for (chat_op *op = ops; op && w->o.on_told; op = op->next)
         if (op->conn && op->res.status == 201 && op->res.self_seq > 0)
             w->o.on_told(w->o.arg, op->me, op->conn, op->res.self_seq);
-    for (chat_op *op = ops; op; op = op->next)
-        for (size_t i = 0; i < op->res.nsignal; i++)
-            if (!ids_add(&all, op->res.signal[i])) break;
-    if (all.n && w->o.on_commit) w->o.on_commit(w->o.arg, all.v, all.n);
-    free(all.v);
+    for (chat_op *op = ops; op && news_add(&all, &n, &cap, &op->res); op = op->next) continue;
+    if (n && w->o.on_commit) w->o.on_commit(w->o.arg, all, n);
+    free(all);
 }
 
 static void *writer_main(void *p)

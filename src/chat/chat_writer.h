@@ -48,9 +48,10 @@ typedef struct chat_writer_opts {
     /* After each commit, on the writer's thread: first, for each send
      * that named its sender's WebSocket, that the connection knows the
      * sender's new number from the 201 (on_told); then the users whose
-     * sequences moved (on_commit; may repeat). */
+     * sequences moved, with their new numbers and unread counts
+     * (on_commit; a user may repeat, the highest number newest). */
     void (*on_told)(void *arg, int64_t user, int64_t conn, int64_t seq);
-    void (*on_commit)(void *arg, const int64_t *users, size_t n);
+    void (*on_commit)(void *arg, const chat_news *news, size_t n);
     void *arg;
 } chat_writer_opts;
 

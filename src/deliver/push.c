@@ -1,8 +1,12 @@
-/* push.c -- see push.h. On the bus a signal is "u" and the users in hex,
- * comma-separated (several hints when they do not fit one); a frame is
- * "f", the user in hex, ':' and the frame's text. */
+/* push.c -- see push.h. On the bus a signal is "n" and its news
+ * comma-separated, each the user in hex, ':', the number and ':' the
+ * unread count in decimal (several hints when they do not fit one); "u"
+ * and users in hex, comma-separated, is news not known (the form nodes
+ * before the counts sent, still read). A frame is "f", the user in hex,
+ * ':' and the frame's text. */
 #include "deliver/push.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,24 +35,34 @@ void push_free(push *p)
     free(p);
 }
 
-void push_signal(push *p, const int64_t *users, size_t n)
+size_t push_news_encode(const ws_news *news, size_t n, char *buf, size_t cap, size_t *len)
+{
+    size_t i = 0;
+    *len = 0;
+    for (; i < n; i++) {
+        char item[64];
+        base_id_format(news[i].user_id, item);
+        int k = 16 + snprintf(item + 16, sizeof item - 16, ":%" PRId64 ":%" PRId64, news[i].seq, news[i].unread);
+        if (*len + 1 + (size_t)k > cap) break;
+        buf[*len] = *len == 0 ? 'n' : ',';
+        memcpy(buf + *len + 1, item, (size_t)k);
+        *len += 1 + (size_t)k;
+    }
+    return i;
+}
+
+void push_signal(push *p, const ws_news *news, size_t n)
 {
     if (n == 0) return;
-    ws_hub_signal(p->hub, users, n);
+    ws_hub_signal(p->hub, news, n);
     if (!bus_enabled(p->bus)) return;
-    char buf[BUS_PAYLOAD_MAX + 1];
-    size_t len = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (len + 18 > BUS_PAYLOAD_MAX) {
-            bus_publish(p->bus, buf, len);
-            len = 0;
-        }
-        if (len == 0) buf[len++] = 'u';
-        else buf[len++] = ',';
-        base_id_format(users[i], buf + len);
-        len += 16;
+    char buf[BUS_PAYLOAD_MAX];
+    size_t len, done;
+    for (size_t at = 0; at < n; at += done) {
+        done = push_news_encode(news + at, n - at, buf, sizeof buf, &len);
+        if (done == 0) break; /* cannot happen: an item is at most 56 bytes */
+        bus_publish(p->bus, buf, len);
     }
-    bus_publish(p->bus, buf, len);
 }
 
 void push_frame(push *p, int64_t user, const char *text, size_t len)
@@ -63,20 +77,47 @@ void push_frame(push *p, int64_t user, const char *text, size_t len)
     bus_publish(p->bus, buf, len + 18);
 }
 
-static void on_signal_hint(push *p, const char *s, size_t len)
+/* A decimal number of 1 to 18 digits at s (so it cannot overflow). */
+static size_t number_at(const char *s, size_t len, int64_t *v)
 {
-    int64_t users[BUS_PAYLOAD_MAX / 17 + 1];
-    size_t n = 0;
-    for (size_t at = 0; at + 16 <= len && n < sizeof users / sizeof users[0]; at += 17)
-        if (base_id_parse(s + at, 16, &users[n]) == 0) n++;
-    ws_hub_signal(p->hub, users, n);
+    size_t i = 0;
+    *v = 0;
+    while (i < len && i < 18 && s[i] >= '0' && s[i] <= '9') *v = *v * 10 + (s[i++] - '0');
+    return i;
+}
+
+size_t push_news_parse(const char *s, size_t len, ws_news *news, size_t max)
+{
+    size_t n = 0, at = 1;
+    bool counts = len > 0 && s[0] == 'n';
+    if (len == 0 || (s[0] != 'n' && s[0] != 'u')) return 0;
+    while (at + 16 <= len && n < max) {
+        ws_news x = {0};
+        if (base_id_parse(s + at, 16, &x.user_id) != 0) return n;
+        at += 16;
+        if (counts) {
+            size_t k;
+            if (at >= len || s[at] != ':' || !(k = number_at(s + at + 1, len - at - 1, &x.seq))) return n;
+            at += 1 + k;
+            if (at >= len || s[at] != ':' || !(k = number_at(s + at + 1, len - at - 1, &x.unread))) return n;
+            at += 1 + k;
+        }
+        news[n++] = x;
+        if (at < len && s[at] != ',') return n;
+        at++;
+    }
+    return n;
 }
 
 void push_on_bus(void *arg, const char *payload, size_t len)
 {
     push *p = arg;
     int64_t user;
-    if (len > 1 && payload[0] == 'u') on_signal_hint(p, payload + 1, len - 1);
+    if (len > 1 && (payload[0] == 'n' || payload[0] == 'u')) {
+        ws_news news[BUS_PAYLOAD_MAX / 17 + 1];
+        size_t n = push_news_parse(payload, len, news, sizeof news / sizeof news[0]);
+        if (n) ws_hub_signal(p->hub, news, n);
+    }
     else if (len > 18 && payload[0] == 'f' && payload[17] == ':' && base_id_parse(payload + 1, 16, &user) == 0)
         ws_hub_send_user(p->hub, user, payload + 18, len - 18);
 }

@@ -28,8 +28,16 @@ push *push_new(ws_hub *hub);
 void push_set_bus(push *p, bus *b);
 void push_free(push *p);
 
-void push_signal(push *p, const int64_t *users, size_t n);
+/* news: each user's new number and unread count (seq 0: not known). */
+void push_signal(push *p, const ws_news *news, size_t n);
 void push_frame(push *p, int64_t user, const char *text, size_t len);
+
+/* As many of news as fit cap bytes, as one signal hint for the bus, into
+ * buf (*len bytes, not terminated); how many. */
+size_t push_news_encode(const ws_news *news, size_t n, char *buf, size_t cap, size_t *len);
+/* The news in a signal hint from the bus ("n..." or "u..."), at most max
+ * items into news; the count. Stops at the first malformed item. */
+size_t push_news_parse(const char *s, size_t len, ws_news *news, size_t max);
 
 /* The bus's callback (bus_fn): a hint from another node. */
 void push_on_bus(void *arg, const char *payload, size_t len);

@@ -29,7 +29,7 @@ typedef struct ws_conn {
     int64_t user_id;
     uint64_t id;
     uint64_t token;   /* the client's name for it (ws_hub_told) */
-    int64_t told_seq; /* the user's number it already knows of */
+    int64_t known_seq; /* the user's number it was sent or told last */
     h2o_timeout_entry_t timer; /* the next look at it, or the wait for a close answer */
     uint64_t seen_ms;          /* when it last sent anything (a pong, a frame) */
     uint64_t pinged_ms;        /* when it was last pinged */
@@ -61,7 +61,7 @@ struct ws_loop {
     /* Handed over by other threads, under mu. */
     pthread_mutex_t mu;
     bool msg_queued;
-    int64_t *signals;
+    ws_news *signals;
     size_t nsignals, signals_cap;
     ws_told *told;
     size_t ntold, told_cap;
@@ -354,12 +354,6 @@ static void loop_wake(ws_loop *lp)
     }
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static bool has_local(ws_loop *lp, int64_t user_id)
 {
     if (!lp->nbuckets) return false;
@@ -368,17 +362,32 @@ static bool has_local(ws_loop *lp, int64_t user_id)
     return false;
 }
 
-/* Signals: the distinct users with a connection here, to on_signal. */
-static void run_signals(ws_loop *lp, int64_t *v, size_t n)
+static int cmp_news(const void *a, const void *b)
+{
+    const ws_news *x = a, *y = b;
+    if (x->user_id != y->user_id) return x->user_id < y->user_id ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Signals: one item per user with a connection here, to on_signal. In
+ * (user, seq) order a user's not-known items come first and its highest
+ * number last: one not known makes the user's item not known (the domain
+ * reads the newest), else the highest number stands. */
+static void run_signals(ws_loop *lp, ws_news *v, size_t n)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (has_local(lp, v[i])) v[k++] = v[i];
+        if (has_local(lp, v[i].user_id)) v[k++] = v[i];
     if (k == 0) return;
-    qsort(v, k, sizeof *v, cmp_i64);
-    size_t u = 1;
-    for (size_t i = 1; i < k; i++)
-        if (v[i] != v[u - 1]) v[u++] = v[i];
+    qsort(v, k, sizeof *v, cmp_news);
+    size_t u = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (u > 0 && v[u - 1].user_id == v[i].user_id) {
+            if (v[u - 1].seq > 0) v[u - 1] = v[i];
+        } else {
+            v[u++] = v[i];
+        }
+    }
     ws_hub *h = lp->hub;
     if (h->ev.on_signal) h->ev.on_signal(h->ev.arg, lp->index, v, u);
 }
@@ -388,8 +397,8 @@ static void apply_told(ws_loop *lp, const ws_told *t, size_t n)
 {
     for (size_t i = 0; i < n && lp->nbuckets; i++)
         for (ws_conn *c = *bucket_of(lp, t[i].user_id); c; c = c->next)
-            if (c->user_id == t[i].user_id && c->token == t[i].token && t[i].seq > c->told_seq)
-                c->told_seq = t[i].seq;
+            if (c->user_id == t[i].user_id && c->token == t[i].token && t[i].seq > c->known_seq)
+                c->known_seq = t[i].seq;
 }
 
 static void on_loop_message(h2o_multithread_receiver_t *rx, h2o_linklist_t *messages)
@@ -398,7 +407,7 @@ static void on_loop_message(h2o_multithread_receiver_t *rx, h2o_linklist_t *mess
     while (!h2o_linklist_is_empty(messages)) h2o_linklist_unlink(messages->next);
     pthread_mutex_lock(&lp->mu);
     lp->msg_queued = false;
-    int64_t *sig = lp->signals;
+    ws_news *sig = lp->signals;
     size_t nsig = lp->nsignals;
     ws_frame *frames = lp->frames;
     uint64_t *kills = lp->kills;
@@ -551,7 +560,7 @@ uint64_t ws_hub_token(ws_hub *h, int loop)
     return t;
 }
 
-int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, uint64_t token, const char *hello)
+int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, uint64_t token, const char *hello, int64_t hello_seq)
 {
     if (!http_server_is_ws(r)) return -1;
     ws_loop *lp = &h->loops[r->loop];
@@ -565,6 +574,7 @@ int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, uint64_t token, cons
     c->user_id = user_id;
     c->id = ++lp->next_id * (uint64_t)h->nloops + (uint64_t)r->loop;
     c->token = token;
+    c->known_seq = hello_seq;
     c->timer.cb = on_timer;
     c->seen_ms = c->pinged_ms = h2o_now(lp->ctx->loop);
     /* Listed before the 101 goes out: h2o writes it at once, and a client
@@ -597,18 +607,18 @@ int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, uint64_t token, cons
     return 0;
 }
 
-void ws_hub_signal(ws_hub *h, const int64_t *users, size_t n)
+void ws_hub_signal(ws_hub *h, const ws_news *news, size_t n)
 {
     for (int i = 0; i < h->nloops; i++) {
         ws_loop *lp = &h->loops[i];
         pthread_mutex_lock(&lp->mu);
         while (lp->nsignals + n > lp->signals_cap) {
-            int64_t *grown = base_grow(lp->signals, sizeof *grown, &lp->signals_cap);
+            ws_news *grown = base_grow(lp->signals, sizeof *grown, &lp->signals_cap);
             if (!grown) break;
             lp->signals = grown;
         }
         if (lp->nsignals + n <= lp->signals_cap) {
-            memcpy(lp->signals + lp->nsignals, users, n * sizeof *users);
+            memcpy(lp->signals + lp->nsignals, news, n * sizeof *news);
             lp->nsignals += n;
         }
         loop_wake(lp);
@@ -660,10 +670,11 @@ void ws_hub_send_user(ws_hub *h, int64_t user_id, const char *text, size_t len)
     }
 }
 
-/* Whether c is one of the user's open connections, not told seq already. */
+/* Whether c is one of the user's open connections, not sent or told seq
+ * or a later number already. */
 static bool gets_frame(const ws_conn *c, int64_t user_id, int64_t seq)
 {
-    return c->user_id == user_id && !c->closing && (seq <= 0 || c->told_seq != seq);
+    return c->user_id == user_id && !c->closing && (seq <= 0 || seq > c->known_seq);
 }
 
 void ws_hub_send_local(ws_hub *h, int loop, int64_t user_id, int64_t seq, const char *text, size_t len)
@@ -679,8 +690,10 @@ void ws_hub_send_local(ws_hub *h, int loop, int64_t user_id, int64_t seq, const 
     n = 0;
     for (ws_conn *c = *bucket_of(lp, user_id); c; c = c->next)
         if (gets_frame(c, user_id, seq)) todo[n++] = c;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        if (seq > 0) todo[i]->known_seq = seq;
         if (!conn_send(todo[i], text, len)) todo[i] = NULL; /* killed and freed */
+    }
     for (size_t i = 0; i < n; i++)
         if (todo[i]) conn_proceed(todo[i]); /* may free todo[i], and no other */
     if (todo != stack) free(todo);

@@ -3,12 +3,18 @@
  * Each event loop keeps the WebSocket connections it accepted, indexed by
  * user, and only that loop touches them. Other threads reach them in two
  * ways, both batched through one wake-up of the loop:
- *   - ws_hub_signal(users): "these users have news". Coalesced: however
- *     many signals arrive while a loop is busy, it later calls the hub's
- *     on_signal once with the distinct users it has connections for, and
- *     the domain (the chat gateway) reads what is new and sends it. A
- *     burst of changes thus gives one frame, and since on_signal reads the
- *     newest state, the last frame a device gets is never stale.
+ *   - ws_hub_signal(news): "these users' numbers moved", each with the
+ *     number it moved to and the count that goes with it when the sender
+ *     knows them (the writer that moved it does; seq 0: not known).
+ *     Coalesced: however many signals arrive while a loop is busy, it
+ *     later calls the hub's on_signal once with one item per user it has
+ *     connections for -- the highest number signalled, or "not known" when
+ *     any signal for the user was -- and the domain (the chat gateway)
+ *     sends the frames, reading the numbers not known. A burst of changes
+ *     thus gives one frame. A connection never gets a frame of a number
+ *     at or below one it was already sent or told (hello, ws_hub_told), so
+ *     signals that cross on their way here (two nodes' writers) never
+ *     leave a stale frame last.
  *   - ws_hub_send_user(user, text): a frame for every connection of the
  *     user on this node (a fired reminder).
  * The hub pings every connection every ping_ms and closes one that has
@@ -31,15 +37,21 @@
 
 typedef struct ws_hub ws_hub;
 
+/* A user's news: their number moved to seq, with unread unread (seq 0:
+ * the numbers are not known; the domain reads them). */
+typedef struct ws_news {
+    int64_t user_id, seq, unread;
+} ws_news;
+
 typedef struct ws_hub_events {
     void *arg;
     /* On the loop thread, the first connection of a user on this node
      * opened / its last one closed (presence). */
     void (*on_online)(void *arg, int64_t user_id);
     void (*on_offline)(void *arg, int64_t user_id);
-    /* On the loop thread: users signalled since the last call that have a
-     * connection on this loop (distinct). */
-    void (*on_signal)(void *arg, int loop, const int64_t *users, size_t n);
+    /* On the loop thread: news of users signalled since the last call that
+     * have a connection on this loop, one item a user, sorted by user. */
+    void (*on_signal)(void *arg, int loop, const ws_news *news, size_t n);
     /* On the loop thread: a text frame from a client. Return 0, or -1 to
      * close the connection with 1008 (policy violation). reply, when the
      * callback sets it (malloc'd), is sent back on that connection. */
@@ -66,22 +78,22 @@ uint64_t ws_hub_token(ws_hub *h, int loop);
 
 /* In a handler: upgrades the request to a WebSocket of user_id with the
  * token from ws_hub_token, queueing hello (a text frame, may be NULL) as
- * its first frame. 0: answered with 101. -1: not a WebSocket handshake;
- * nothing answered. */
-int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, uint64_t token, const char *hello);
+ * its first frame; hello_seq is the user's number it tells (0: none).
+ * 0: answered with 101. -1: not a WebSocket handshake; nothing answered. */
+int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, uint64_t token, const char *hello, int64_t hello_seq);
 
 /* From any thread. */
-void ws_hub_signal(ws_hub *h, const int64_t *users, size_t n);
+void ws_hub_signal(ws_hub *h, const ws_news *news, size_t n);
 /* The connection token of user_id already knows the user's number seq
  * (the device was told in an HTTP answer): ws_hub_send_local skips it
- * for a frame of exactly that number. Call before the ws_hub_signal of
+ * for a frame of that number or below. Call before the ws_hub_signal of
  * the same change. A token of another user's connection does nothing. */
 void ws_hub_told(ws_hub *h, int64_t user_id, uint64_t token, int64_t seq);
 void ws_hub_send_user(ws_hub *h, int64_t user_id, const char *text, size_t len);
 
 /* On a loop thread, to the user's connections on that loop; seq > 0 is
- * the user's number the frame tells, which a connection told it already
- * (ws_hub_told) does not get. */
+ * the user's number the frame tells, which a connection that was sent or
+ * told that number or a higher one does not get. */
 void ws_hub_send_local(ws_hub *h, int loop, int64_t user_id, int64_t seq, const char *text, size_t len);
 
 /* This node's open connections and distinct users on them. */

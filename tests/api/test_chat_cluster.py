@@ -92,14 +92,20 @@ class ClusterBase(unittest.TestCase):
         return r.json["seq"]
 
     def push_latency(self, sender, receiver, tok_send, tok_recv, conv, text):
-        """Send through one node; the time until the other's device hears."""
+        """Send through one node; the time until the other's device hears.
+        The frame carries the numbers the sender's writer signalled over the
+        bus: the receiver's unread total is the one its node computes."""
         ws = receiver.ws(tok_recv)
         seq0 = json.loads(ws.recv())["seq"]
         t0 = time.time()
         self.send(sender, tok_send, conv, text)
         got = frames(ws, lambda f: f.get("type") == "sync" and f["seq"] > seq0, timeout=5)
+        lat = time.time() - t0
         ws.close()
-        return time.time() - t0 if got and got[-1]["seq"] > seq0 else None
+        if not got or got[-1]["seq"] <= seq0:
+            return None
+        self.assertEqual(got[-1]["unread"], receiver.get("/v1/unread", token=tok_recv).json["total"])
+        return lat
 
 
 @unittest.skipUnless(BACKEND == "pg", "two nodes share PostgreSQL; the SQLite variant is TestOneNode")

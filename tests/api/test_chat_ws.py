@@ -183,6 +183,53 @@ class TestGateway(ServerTest):
         self.assertEqual(seqs, sorted(seqs))  # never a stale frame after a newer one
         ws.close()
 
+    def test_frames_carry_the_unread_total(self):
+        """The unread a frame tells (kept by the writes, schema 41) is the
+        total GET /v1/unread sums, after every write that moves it: sends
+        in a group and a direct conversation, the user's own sends and
+        reads, leaving with messages unread, messages while gone, being
+        added back; and a new connection's hello says the same."""
+        (a, ta), (b, tb), (c, tc) = self.server.new_user(), self.server.new_user(), self.server.new_user()
+        group = self.server.post("/v1/conversations", {"type": "group", "title": "g", "members": [b["id"], c["id"]]},
+                                 token=ta).json["id"]
+        direct = self.server.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta).json["id"]
+        ws = self.server.ws(tb)
+        ws.recv()
+        device = Device(self.server, tb)
+        n = [0]
+
+        def send(conv, token):
+            n[0] += 1
+            r = self.server.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": str(n[0]), "text": "x"},
+                                 token=token)
+            self.assertEqual(r.status, 201, r)
+
+        def read(conv, up_to):
+            self.assertEqual(self.server.post("/v1/conversations/%s/read" % conv, {"up_to": up_to}, token=tb).status,
+                             200)
+
+        def member(method, user):
+            path = "/v1/conversations/%s/members" % group
+            r = (self.server.post(path, {"users": [user]}, token=ta) if method == "add"
+                 else self.server.delete(path + "/" + user, token=tb))
+            self.assertIn(r.status, (200, 204), r)
+
+        steps = [lambda: send(group, ta), lambda: send(group, tc), lambda: send(direct, ta),
+                 lambda: read(group, 1), lambda: send(group, tb), lambda: send(direct, ta),
+                 lambda: read(direct, 1000), lambda: send(group, ta), lambda: member("remove", b["id"]),
+                 lambda: (send(group, ta), send(direct, ta)),  # the group's: no change for b
+                 lambda: member("add", b["id"]), lambda: send(group, tc)]
+        for i, step in enumerate(steps):
+            step()
+            device.pull()  # the user's number now
+            total = self.server.get("/v1/unread", token=tb).json["total"]
+            got = frames(ws, lambda f: f.get("seq") == device.since)
+            self.assertEqual(got[-1], {"type": "sync", "seq": device.since, "unread": total}, "step %d" % i)
+        self.assertGreater(total, 0)
+        hello = json.loads(self.server.ws(tb).recv())
+        self.assertEqual((hello["seq"], hello["unread"]), (device.since, total))
+        ws.close()
+
     def test_refusals(self):
         (a, ta), = (self.server.new_user(),)
         with self.assertRaises(websocket.WebSocketBadStatusException) as e:

@@ -1,0 +1,216 @@
+/* test-chat-unread.c -- the unread total kept beside each user's number
+ * (chat_seqs.unread, schema 41): after every kind of write -- sends,
+ * read marks forward, backward and past the end, members removed, leaving,
+ * re-added and added -- it equals the sum GET /v1/unread computes, and
+ * the news each write signals carries the numbers the database has;
+ * and migration 41 fills it in for a database of before. On SQLite (the
+ * row-at-a-time fan-out) and on PostgreSQL (the set statements). */
+#include "testutil.h"
+#include "testdb.h"
+
+#include <string.h>
+
+#include "base/base.h"
+#include "chat/chat.h"
+
+#define NUSERS 6
+
+static int setup_base(void **state)
+{
+    (void)state;
+    return base_init();
+}
+
+static void user_row(store *s, int64_t id)
+{
+    char email[32];
+    snprintf(email, sizeof email, "u%lld@x.com", (long long)id);
+    store_stmt *st = store_prepare(s, "INSERT INTO users (id, email, email_lower, name, password_hash, created_ms) "
+                                      "VALUES ($1, $2, $2, 'n', 'h', 0)");
+    store_bind_int64(st, 1, id);
+    store_bind_str(st, 2, email);
+    assert_int_equal(store_step(st), STORE_DONE);
+    store_reset(st);
+}
+
+/* Every user's kept total equals the computed one. */
+static void assert_kept(store *s)
+{
+    for (int64_t u = 1; u <= NUSERS; u++) {
+        int64_t seq, kept, total, convs;
+        assert_int_equal(chat_seq_unread(s, &u, 1, &seq, &kept), CHAT_OK);
+        assert_int_equal(chat_unread(s, u, &total, &convs), CHAT_OK);
+        if (kept != total) fail_msg("user %lld: kept %lld, computed %lld", (long long)u, (long long)kept, (long long)total);
+    }
+}
+
+/* Each user's last news in r is what the database has now. */
+static void assert_news(store *s, const chat_result *r)
+{
+    for (size_t i = 0; i < r->nsignal; i++) {
+        bool last = true;
+        for (size_t k = i + 1; k < r->nsignal; k++) last = last && r->signal[k].user != r->signal[i].user;
+        if (!last) continue;
+        int64_t seq, unread;
+        assert_int_equal(chat_seq_unread(s, &r->signal[i].user, 1, &seq, &unread), CHAT_OK);
+        assert_int_equal(r->signal[i].seq, seq);
+        assert_int_equal(r->signal[i].unread, unread);
+    }
+}
+
+static uint64_t rng = 88172645463325252ull;
+
+static int64_t pick(int64_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (int64_t)(rng % (uint64_t)n);
+}
+
+static int64_t conv_id(const chat_result *r)
+{
+    int64_t id = 0;
+    const char *hex = json_string_value(json_object_get(r->body, "id"));
+    assert_non_null(hex);
+    assert_int_equal(base_id_parse(hex, strlen(hex), &id), 0);
+    return id;
+}
+
+/* A removed member's frozen share of unread in conv (0: none, or not
+ * removed). */
+static int64_t frozen_share(store *s, int64_t conv, int64_t user)
+{
+    store_stmt *st = store_prepare(s, "SELECT left_seq - read_up_to FROM conv_members WHERE conversation_id = $1 "
+                                      "AND user_id = $2 AND left_seq IS NOT NULL");
+    store_bind_int64(st, 1, conv);
+    store_bind_int64(st, 2, user);
+    int rc = store_step(st);
+    int64_t share = rc == STORE_ROW ? store_col_int64(st, 0) : 0;
+    store_reset(st);
+    return share;
+}
+
+/* A member of conv removed with unread left (0: none). */
+static int64_t removed_with_unread(store *s, int64_t conv)
+{
+    store_stmt *st = store_prepare(s, "SELECT user_id FROM conv_members WHERE conversation_id = $1 AND "
+                                      "left_seq > read_up_to ORDER BY user_id LIMIT 1");
+    store_bind_int64(st, 1, conv);
+    int rc = store_step(st);
+    int64_t user = rc == STORE_ROW ? store_col_int64(st, 0) : 0;
+    store_reset(st);
+    return user;
+}
+
+/* What the walk reached. */
+typedef struct walk {
+    int readded_with_unread, removed_with_unread, sends, reads;
+} walk;
+
+/* One random write in its own transaction, then the checks. */
+static void random_write(store *s, const int64_t *convs, const int64_t *admins, int nconvs, int step, walk *w)
+{
+    chat_result r = {0};
+    chat_limits lim = {.group_max_members = 500};
+    int c = (int)pick(nconvs);
+    int64_t me = 1 + pick(NUSERS), other = 1 + pick(NUSERS), conv = convs[c], now = 1000 + step;
+    char cid[32];
+    snprintf(cid, sizeof cid, "m%d", step);
+    int kind = (int)pick(6), rc;
+    if (kind == 4 && other == admins[c]) other = other % NUSERS + 1; /* a group keeps its admin */
+    if (kind == 5 && pick(2) && removed_with_unread(s, conv)) other = removed_with_unread(s, conv);
+    int64_t share = frozen_share(s, conv, other);
+    assert_int_equal(store_begin(s), STORE_OK);
+    switch (kind) {
+    case 0:
+    case 1: rc = chat_send(s, me, conv, cid, "hi", base_id_new(), now, &r); break;
+    case 2: rc = chat_read(s, me, conv, pick(40), now, &r); break;
+    case 3: rc = chat_read(s, me, conv, 1000, now, &r); break; /* past the end: all */
+    case 4: rc = chat_remove_member(s, pick(2) ? admins[c] : other, conv, other, now, &r); break;
+    default: rc = chat_add_members(s, pick(4) ? admins[c] : me, conv, &other, 1, &lim, now, &r); break;
+    }
+    assert_int_equal(rc, STORE_OK);
+    assert_int_equal(store_commit(s), STORE_OK);
+    w->sends += kind <= 1 && r.status == 201;
+    w->reads += (kind == 2 || kind == 3) && r.status == 200;
+    w->removed_with_unread += kind == 4 && r.status == 204 && frozen_share(s, conv, other) > 0;
+    w->readded_with_unread += kind == 5 && r.status == 200 && share > 0;
+    assert_kept(s);
+    assert_news(s, &r);
+    chat_result_free(&r);
+}
+
+static void test_kept_through_every_write(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s;
+    int64_t convs[6], admins[6] = {1, 2, 3, 1, 2, 3};
+    int n = 0;
+    for (int64_t u = 1; u <= NUSERS; u++) user_row(s, u);
+    chat_limits lim = {.group_max_members = 500};
+    for (int64_t g = 1; g <= 3; g++) { /* groups of 1 + 3 members, admins 1, 2, 3 */
+        int64_t members[3] = {g % NUSERS + 1, (g + 1) % NUSERS + 1, (g + 2) % NUSERS + 1};
+        chat_result r = {0};
+        assert_int_equal(store_begin(s), STORE_OK);
+        assert_int_equal(chat_create_group(s, g, "g", members, 3, &lim, 1, &r), STORE_OK);
+        assert_int_equal(store_commit(s), STORE_OK);
+        assert_int_equal(r.status, 201);
+        convs[n++] = conv_id(&r);
+        chat_result_free(&r);
+    }
+    for (int64_t d = 1; d <= 3; d++) {
+        chat_result r = {0};
+        assert_int_equal(store_begin(s), STORE_OK);
+        assert_int_equal(chat_create_direct(s, d, d + 3, 1, &r), STORE_OK);
+        assert_int_equal(store_commit(s), STORE_OK);
+        convs[n++] = conv_id(&r);
+        chat_result_free(&r);
+    }
+    walk w = {0};
+    rng = 88172645463325252ull; /* the same walk on both backends */
+    for (int step = 0; step < 1000; step++) random_write(s, convs, admins, n, step, &w);
+    /* The walk did reach every kind of write it is meant to. */
+    assert_true(w.sends > 50);
+    assert_true(w.reads > 50);
+    assert_true(w.removed_with_unread > 3);
+    assert_true(w.readded_with_unread > 3);
+}
+
+/* A database at version 40, its rows as the code of before wrote them,
+ * then migrated: every user's total is filled in. */
+static void test_migration(void **state)
+{
+    testdb *db = *state;
+    store_schema all, before = {0};
+    assert_int_equal(chime_schema(&all), 0);
+    for (int i = 0; i < all.n && all.steps[i]->version < 41; i++)
+        assert_int_equal(store_schema_add(&before, all.steps[i], 1), 0);
+    assert_int_equal(store_migrate(db->s, &before), STORE_OK);
+    for (int64_t u = 1; u <= 3; u++) user_row(db->s, u);
+    EXEC_OK(db->s, "INSERT INTO conversations (id, kind, pair_key, created_by, created_ms, last_seq, last_ms) VALUES "
+                   "(10, 'group', NULL, 1, 0, 9, 0), (11, 'direct', '1:2', 1, 0, 4, 0)");
+    /* 1: 9 - 2 in the group, 4 - 4 direct; 2: left at 5, read 1, and 4 - 0
+     * direct; 3: a member with everything read. */
+    EXEC_OK(db->s, "INSERT INTO conv_members (conversation_id, user_id, role, joined_seq, left_seq, read_up_to) VALUES "
+                   "(10, 1, 'admin', 0, NULL, 2), (10, 2, 'member', 0, 5, 1), (10, 3, 'member', 3, NULL, 9), "
+                   "(11, 1, 'member', 0, NULL, 4), (11, 2, 'member', 0, NULL, 0)");
+    EXEC_OK(db->s, "INSERT INTO chat_seqs (user_id, seq) VALUES (1, 14), (2, 12), (3, 7)");
+    assert_int_equal(store_migrate(db->s, &all), STORE_OK);
+    int64_t want[4] = {0, 7, 8, 0};
+    for (int64_t u = 1; u <= 3; u++) {
+        int64_t seq, unread;
+        assert_int_equal(chat_seq_unread(db->s, &u, 1, &seq, &unread), CHAT_OK);
+        assert_int_equal(unread, want[u]);
+    }
+    assert_kept(db->s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TESTDB_TEST(test_kept_through_every_write),
+        TESTDB_TEST_RAW(test_migration),
+    };
+    return cmocka_run_group_tests(tests, setup_base, NULL);
+}
