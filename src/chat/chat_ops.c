@@ -191,10 +191,11 @@ static int change_one(store *db, int64_t user, const chat_change *ch, chat_resul
     store_bind_int64(st, 1, user);
     store_bind_int64(st, 2, ch->unread);
     int rc = store_step(st);
-    int64_t seq = rc == STORE_ROW ? store_col_int64(st, 0) : 0, unread = rc == STORE_ROW ? store_col_int64(st, 1) : 0;
-    if (rc == STORE_ROW) rc = store_step(st); /* to its end: one row */
+    bool found = rc == STORE_ROW; /* a member has a row (member_put) */
+    int64_t seq = found ? store_col_int64(st, 0) : 0, unread = found ? store_col_int64(st, 1) : 0;
+    if (found) rc = store_step(st); /* to its end: one row */
     store_reset(st);
-    if (rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
+    if (!found || rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
     st = store_prepare(db, "INSERT INTO chat_changes (user_id, seq, kind, conversation_id, ref, created_ms) "
                            "VALUES ($1, $2, $3, $4, $5, $6)");
     store_bind_int64(st, 1, user);

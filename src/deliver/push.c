@@ -41,8 +41,12 @@ size_t push_news_encode(const ws_news *news, size_t n, char *buf, size_t cap, si
     *len = 0;
     for (; i < n; i++) {
         char item[64];
+        /* A count below 0 (a total gone wrong) goes as "not known": the
+         * other node reads it, and the items after it still parse. */
+        bool known = news[i].seq > 0 && news[i].unread >= 0;
         base_id_format(news[i].user_id, item);
-        int k = 16 + snprintf(item + 16, sizeof item - 16, ":%" PRId64 ":%" PRId64, news[i].seq, news[i].unread);
+        int k = 16 + snprintf(item + 16, sizeof item - 16, ":%" PRId64 ":%" PRId64, known ? news[i].seq : 0,
+                              known ? news[i].unread : 0);
         if (*len + 1 + (size_t)k > cap) break;
         buf[*len] = *len == 0 ? 'n' : ',';
         memcpy(buf + *len + 1, item, (size_t)k);

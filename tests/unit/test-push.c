@@ -1,7 +1,8 @@
 /* test-push.c -- signal hints on the bus (push.c): news with numbers goes
  * over and comes back the same, split where a payload is full; the old
- * form without numbers reads as "not known"; a malformed hint gives the
- * items before the fault and nothing made up. */
+ * form without numbers reads as "not known", and so does a negative count
+ * on its way out; a malformed hint gives the items before the fault and
+ * nothing made up. */
 #include "testutil.h"
 
 #include <string.h>
@@ -29,6 +30,21 @@ static void test_round_trip_and_split(void **state)
     assert_int_equal(got, N);
     assert_true(payloads > 1); /* 1000 items do not fit one payload */
     assert_memory_equal(news, back, sizeof news);
+}
+
+/* A negative count (a total gone wrong) goes as "not known", and the
+ * items after it are not lost. */
+static void test_negative_goes_as_not_known(void **state)
+{
+    (void)state;
+    ws_news news[3] = {{1, 5, 2}, {2, 7, -1}, {3, 9, 0}}, back[3];
+    char buf[256];
+    size_t len;
+    assert_int_equal(push_news_encode(news, 3, buf, sizeof buf, &len), 3);
+    assert_int_equal(push_news_parse(buf, len, back, 3), 3);
+    assert_int_equal(back[1].user_id, 2);
+    assert_int_equal(back[1].seq, 0);
+    assert_memory_equal(&back[2], &news[2], sizeof news[2]);
 }
 
 static void test_old_form_is_not_known(void **state)
@@ -77,6 +93,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip_and_split),
+        cmocka_unit_test(test_negative_goes_as_not_known),
         cmocka_unit_test(test_old_form_is_not_known),
         cmocka_unit_test(test_malformed),
     };
