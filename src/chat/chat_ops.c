@@ -120,6 +120,20 @@ static int fan_out_set(store *db, const chat_change *ch, chat_result *r)
     return run(st, NULL);
 }
 
+/* The change row of user's number seq. */
+static int change_insert(store *db, int64_t user, int64_t seq, const chat_change *ch)
+{
+    store_stmt *st = store_prepare(db, "INSERT INTO chat_changes (user_id, seq, kind, conversation_id, ref, "
+                                       "created_ms) VALUES ($1, $2, $3, $4, $5, $6)");
+    store_bind_int64(st, 1, user);
+    store_bind_int64(st, 2, seq);
+    store_bind_str(st, 3, ch->kind);
+    store_bind_int64(st, 4, ch->conv);
+    store_bind_int64(st, 5, ch->ref);
+    store_bind_int64(st, 6, ch->now);
+    return run(st, NULL);
+}
+
 /* The members' (user, seq, unread), read whole before anything is
  * written (one statement at a time on a connection). */
 static int members_seqs(store *db, int64_t conv, int64_t **rows, size_t *n)
@@ -161,15 +175,7 @@ static int fan_out_rows(store *db, const chat_change *ch, chat_result *r)
         store_bind_int64(st, 3, unread);
         rc = run(st, NULL);
         if (rc != STORE_OK) break;
-        st = store_prepare(db, "INSERT INTO chat_changes (user_id, seq, kind, conversation_id, ref, created_ms) "
-                               "VALUES ($1, $2, $3, $4, $5, $6)");
-        store_bind_int64(st, 1, user);
-        store_bind_int64(st, 2, seq);
-        store_bind_str(st, 3, ch->kind);
-        store_bind_int64(st, 4, ch->conv);
-        store_bind_int64(st, 5, ch->ref);
-        store_bind_int64(st, 6, ch->now);
-        rc = run(st, NULL);
+        rc = change_insert(db, user, seq, ch);
         if (rc == STORE_OK) rc = signal_add(r, user, seq, unread);
     }
     free(rows);
@@ -196,15 +202,7 @@ static int change_one(store *db, int64_t user, const chat_change *ch, chat_resul
     if (found) rc = store_step(st); /* to its end: one row */
     store_reset(st);
     if (!found || rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
-    st = store_prepare(db, "INSERT INTO chat_changes (user_id, seq, kind, conversation_id, ref, created_ms) "
-                           "VALUES ($1, $2, $3, $4, $5, $6)");
-    store_bind_int64(st, 1, user);
-    store_bind_int64(st, 2, seq);
-    store_bind_str(st, 3, ch->kind);
-    store_bind_int64(st, 4, ch->conv);
-    store_bind_int64(st, 5, ch->ref);
-    store_bind_int64(st, 6, ch->now);
-    rc = run(st, NULL);
+    rc = change_insert(db, user, seq, ch);
     return rc == STORE_OK ? signal_add(r, user, seq, unread) : rc;
 }
 
