@@ -213,39 +213,30 @@ int hot_share(store *db, feed_http *feed, int64_t repost_id, int64_t post_id, in
 
 /* ---- counts on posts ------------------------------------------------------------- */
 
+/* One statement a post (a timeline page decorates each of its posts):
+ * the counts (none yet: zeros), whether the viewer likes it (viewer 0:
+ * no one does) and the post it reposts (0: none). */
 int hot_counts_into(store *db, int64_t post_id, int64_t viewer, json_t *obj)
 {
     static const char *const names[] = {"likes", "comments", "shares", "views"};
-    int64_t v[4] = {0, 0, 0, 0};
-    store_stmt *st = store_prepare(db, "SELECT likes, comments, shares, views FROM hot_counts WHERE post_id = $1");
+    store_stmt *st = store_prepare(
+        db, "SELECT COALESCE(c.likes, 0), COALESCE(c.comments, 0), COALESCE(c.shares, 0), COALESCE(c.views, 0), "
+            "CASE WHEN EXISTS (SELECT 1 FROM hot_likes l WHERE l.post_id = p.id AND l.user_id = $2) THEN 1 ELSE 0 END, "
+            "COALESCE((SELECT s.post_id FROM hot_shares s WHERE s.repost_id = p.id), 0) "
+            "FROM (SELECT CAST($1 AS BIGINT) AS id) p LEFT JOIN hot_counts c ON c.post_id = p.id");
     store_bind_int64(st, 1, post_id);
+    store_bind_int64(st, 2, viewer);
     int rc = store_step(st);
-    if (rc == STORE_ROW)
-        for (int i = 0; i < 4; i++) v[i] = store_col_int64(st, i);
-    store_reset(st);
-    if (rc != STORE_ROW && rc != STORE_DONE) return HOT_ERROR;
-    for (int i = 0; i < 4; i++) json_object_set_new(obj, names[i], json_integer(v[i]));
-    bool liked = false;
-    if (viewer) {
-        st = store_prepare(db, "SELECT 1 FROM hot_likes WHERE post_id = $1 AND user_id = $2");
-        store_bind_int64(st, 1, post_id);
-        store_bind_int64(st, 2, viewer);
-        rc = store_step(st);
-        liked = rc == STORE_ROW;
-        store_reset(st);
-        if (rc != STORE_ROW && rc != STORE_DONE) return HOT_ERROR;
-    }
-    json_object_set_new(obj, "liked", json_boolean(liked));
-    st = store_prepare(db, "SELECT post_id FROM hot_shares WHERE repost_id = $1");
-    store_bind_int64(st, 1, post_id);
-    rc = store_step(st);
     if (rc == STORE_ROW) {
+        for (int i = 0; i < 4; i++) json_object_set_new(obj, names[i], json_integer(store_col_int64(st, i)));
+        json_object_set_new(obj, "liked", json_boolean(viewer && store_col_int64(st, 4)));
+        int64_t of = store_col_int64(st, 5);
         char id[24];
-        snprintf(id, sizeof id, "%lld", (long long)store_col_int64(st, 0));
-        json_object_set_new(obj, "repost_of", json_string(id));
+        snprintf(id, sizeof id, "%lld", (long long)of);
+        if (of) json_object_set_new(obj, "repost_of", json_string(id));
     }
     store_reset(st);
-    return rc == STORE_ROW || rc == STORE_DONE ? HOT_OK : HOT_ERROR;
+    return rc == STORE_ROW ? HOT_OK : HOT_ERROR;
 }
 
 void hot_decorate_posts(void *arg, store *db, int64_t viewer, json_t *posts)
