@@ -148,6 +148,7 @@ int users_app_check(store *db, const char *email, const char *password, size_t l
  * sign-ins (the chime_device cookie) so failures from elsewhere do not
  * hold it back. */
 #define USERS_DEVICE_TTL_MS (365LL * 86400000) /* unseen this long: forgotten (the cleanup job) */
+#define USERS_DEVICES_MAX 50 /* a user's devices kept; a new one forgets the least recently used */
 int users_device_create(store *db, int64_t user_id, char token[USERS_TOKEN_MAX]);
 /* Whether a client proves it signed in to user_id before: a device token
  * of that user, or a live session of that user (either may be NULL).

@@ -112,6 +112,16 @@ int users_device_create(store *db, int64_t user_id, char token[USERS_TOKEN_MAX])
     store_bind_int64(st, 3, now);
     int rc = store_step(st);
     store_reset(st);
+    if (rc != STORE_DONE) return USERS_ERROR;
+    /* A client that drops its cookie makes a device at every sign-in:
+     * only the user's USERS_DEVICES_MAX most recently used are kept. */
+    st = store_prepare(db, "DELETE FROM known_devices WHERE user_id = $1 AND token_hash NOT IN (SELECT token_hash "
+                           "FROM known_devices WHERE user_id = $1 ORDER BY last_used_ms DESC, created_ms DESC "
+                           "LIMIT $2)");
+    store_bind_int64(st, 1, user_id);
+    store_bind_int64(st, 2, USERS_DEVICES_MAX);
+    rc = store_step(st);
+    store_reset(st);
     return rc == STORE_DONE ? USERS_OK : USERS_ERROR;
 }
 

@@ -40,6 +40,10 @@ static const store_migration users_steps[] = {
      " last_used_ms BIGINT NOT NULL);"
      "CREATE INDEX known_devices_used ON known_devices(last_used_ms)",
      NULL},
+    /* A user's devices, newest use first: a sign-in that makes one more
+     * forgets those past USERS_DEVICES_MAX (users_limit.c). */
+    {26, "known_devices_per_user",
+     "CREATE INDEX known_devices_user ON known_devices(user_id, last_used_ms)", NULL},
     /* App passwords: what calendar apps sign in with over HTTP Basic (they
      * cannot send bearer tokens). Random and long, so a SHA-256 is enough
      * to store; the account password is never accepted in their place.

@@ -11,6 +11,7 @@ import time
 import uuid
 
 from chime import ServerTest, main
+from test_jobs import sql
 
 PW = "correct horse battery"
 
@@ -123,6 +124,31 @@ class TestAddressDelay(LimiterTest):
         self.assertEqual(headers["retry-after"], "1")
         status, _, body = request(self.server, {"email": email, "password": PW}, "127.0.0.1")
         self.assertEqual(status, 201, body)
+
+
+class TestDeviceBound(LimiterTest):
+    def test_a_user_keeps_the_fifty_devices_used_last(self):
+        """A client that drops its cookie gets a new device at every
+        sign-in; the account keeps only the 50 most recently used, so the
+        table cannot grow without bound, and a device in use stays known."""
+        email, kept, _ = self.owner()
+        _, headers, _ = request(self.server, {"email": email, "password": PW})
+        dropped = device_cookie(headers)  # signed in once, never again
+        for i in range(55):
+            status, headers, body = request(self.server, {"email": email, "password": PW})
+            self.assertEqual(status, 201, body)
+            device_cookie(headers)  # a new device each time
+            if i % 10 == 0:  # the owner's device, in use all along
+                status, headers, _ = request(self.server, {"email": email, "password": PW},
+                                             headers={"Cookie": kept})
+                self.assertEqual((status, "set-cookie" in headers), (201, False))
+        uid = self.server.post("/v1/sessions", {"email": email, "password": PW}).json["user"]["id"]
+        rows = sql(self.server.db, "SELECT count(*) FROM known_devices WHERE user_id = %d" % int(uid, 16))
+        self.assertEqual(int(rows[0][0]), 50)
+        status, headers, _ = request(self.server, {"email": email, "password": PW}, headers={"Cookie": kept})
+        self.assertEqual((status, "set-cookie" in headers), (201, False))
+        status, headers, _ = request(self.server, {"email": email, "password": PW}, headers={"Cookie": dropped})
+        self.assertEqual((status, "set-cookie" in headers), (201, True))  # forgotten: a stranger again
 
 
 class TestDefaults(LimiterTest):
