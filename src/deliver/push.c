@@ -105,6 +105,7 @@ size_t push_news_parse(const char *s, size_t len, ws_news *news, size_t max)
             at += 1 + k;
             if (at >= len || s[at] != ':' || !(k = number_at(s + at + 1, len - at - 1, &x.unread))) return n;
             at += 1 + k;
+            if (x.seq == 0) x.unread = 0; /* not known: no count goes with it */
         }
         news[n++] = x;
         if (at < len && s[at] != ',') return n;

@@ -57,6 +57,11 @@ static void test_old_form_is_not_known(void **state)
     assert_int_equal(v[1].user_id, 256);
     assert_int_equal(v[0].seq, 0); /* the gateway reads the numbers */
     assert_int_equal(v[1].seq, 0);
+    /* Number 0 in the new form is "not known" too: no count with it. */
+    const char *zero = "n00000000000000ff:0:2";
+    assert_int_equal(push_news_parse(zero, strlen(zero), v, 4), 1);
+    assert_int_equal(v[0].seq, 0);
+    assert_int_equal(v[0].unread, 0);
 }
 
 static void test_malformed(void **state)
