@@ -11,9 +11,11 @@
 typedef struct chat_cleanup_opts {
     int64_t retention_ms;  /* --sync-retention-days */
     int64_t dead_after_ms; /* a node silent this long is dead (its presence goes) */
+    int64_t checked_to;    /* the job's own: the last user whose unread total it checked */
 } chat_cleanup_opts;
 
-/* arg: a chat_cleanup_opts that outlives the scheduler. */
+/* arg: a chat_cleanup_opts that outlives the scheduler (the job moves its
+ * checked_to; one run at a time). */
 int chat_cleanup_job(jobs_run *r, void *arg);
 
 /* Deletes what a node's connections left (presence, connection counts): a

@@ -333,6 +333,51 @@ class TestGateway(ServerTest):
         self.assertIsNotNone(p()["last_seen"])
 
 
+class TestUnreadRepair(ServerTest):
+    """A kept unread total that went wrong (here set by hand; in life a node
+    of an older build writing after the migration) is set back to the sum
+    by the chat.cleanup job, with a warning in the log."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.admin, cls.admin_token = cls.server.new_user()  # a fresh database: the first user is the admin
+
+    def run_job(self, name):
+        r = self.server.post("/v1/admin/jobs/%s/run" % name, token=self.admin_token)
+        self.assertEqual(r.status, 202, r)
+
+        def ran():
+            j = [j for j in self.server.get("/v1/admin/jobs", token=self.admin_token).json["items"]
+                 if j["name"] == name][0]
+            lr = j["last_run"]
+            return lr if lr and lr["started"] >= r.json["requested"] and lr["finished"] else None
+        lr = wait_for(ran, timeout=10)
+        self.assertEqual((lr or {}).get("outcome"), "ok", lr)
+
+    def test_a_wrong_total_is_set_back(self):
+        (a, ta), (b, tb) = self.server.new_user(), self.server.new_user()
+        conv = self.server.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta).json["id"]
+        for i in range(2):
+            self.server.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": str(i), "text": "x"}, token=ta)
+        sql(self.server.db, "UPDATE chat_seqs SET unread = 99 WHERE user_id = %d" % int(b["id"], 16))
+        ws = self.server.ws(tb)
+        self.assertEqual(json.loads(ws.recv())["unread"], 99)  # wrong, and shown
+        ws.close()
+        self.run_job("chat.cleanup")
+        self.assertEqual(self.server.get("/v1/unread", token=tb).json["total"], 2)
+        ws = self.server.ws(tb)
+        hello = json.loads(ws.recv())
+        self.assertEqual(hello["unread"], 2)
+        self.server.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": "2", "text": "x"}, token=ta)
+        self.assertEqual(frames(ws, lambda f: f.get("seq") == hello["seq"] + 1)[-1]["unread"], 3)
+        ws.close()
+        self.assertIn("kept unread total of 1 user(s)", self.server.log())
+        # A right total is left alone: nothing more to set, no new warning.
+        self.run_job("chat.cleanup")
+        self.assertEqual(self.server.log().count("kept unread total of"), 1)
+
+
 class TestReminderPush(ServerTest):
     """A push reminder that fires reaches the user's open WebSockets as a
     "reminder" frame carrying the inbox item, on time; a user online
