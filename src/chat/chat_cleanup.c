@@ -5,16 +5,17 @@
  * Every batch is fenced by the job's lease.
  *
  * It also checks the unread totals kept beside the users' numbers
- * (chat.h), CHAT_UNREAD_CHECK users a run, round the users in turn: a
- * total that is not the sum GET /v1/unread computes is set to it and
- * logged as a warning, for it means a write that did not keep it (a node
- * of a build before schema 41 still running after the migration, or a
- * bug). A total is set only if the user's number has not moved since it
- * was computed: every write that moves a term of the sum moves the number
- * in the same transaction, so the two were read from one state, and a
- * write that came between is left to the next round. */
+ * (chat.h), CHAT_UNREAD_CHECK users a run, round the users in turn (each
+ * process starts at a random user, so frequent restarts still cover them
+ * all): a total that is not the sum GET /v1/unread computes is set to it
+ * and logged as a warning, for it means a write that did not keep it (a
+ * node of a build before schema 41 still running after the migration, or
+ * a bug). The sums are read in one statement outside any write
+ * transaction, and a total is set, in a fenced one, only if the user's
+ * number has not moved since (chat_unread_set). */
 #include "chat/chat_cleanup.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "base/base.h"
@@ -61,77 +62,111 @@ static int prune_batch(jobs_run *r, int64_t bound, int64_t *users)
     return 0;
 }
 
-/* A user whose kept total is not the computed one, and the number both
- * were read at. */
-typedef struct chat_unread_fix {
-    int64_t user, seq, unread;
-} chat_unread_fix;
-
-/* The next CHAT_UNREAD_CHECK users after *from: the wrong totals into fix
- * (*n of them), *from moved to the last user read (0: the end, start over). */
-static int unread_read(store *db, int64_t *from, chat_unread_fix *fix, size_t *n)
+int chat_unread_wrong(store *db, int64_t *from, int64_t to, int limit, chat_unread_fix *fix, size_t *n, int *read)
 {
     store_stmt *st = store_prepare(
         db, "SELECT s.user_id, s.seq, s.unread, (SELECT COALESCE(sum(COALESCE(m.left_seq, c.last_seq) - "
             "m.read_up_to), 0) FROM conv_members m JOIN conversations c ON c.id = m.conversation_id WHERE "
-            "m.user_id = s.user_id) FROM chat_seqs s WHERE s.user_id > $1 ORDER BY s.user_id LIMIT $2");
+            "m.user_id = s.user_id) FROM chat_seqs s WHERE s.user_id > $1 AND s.user_id <= $3 "
+            "ORDER BY s.user_id LIMIT $2");
     store_bind_int64(st, 1, *from);
-    store_bind_int64(st, 2, CHAT_UNREAD_CHECK);
+    store_bind_int64(st, 2, limit);
+    store_bind_int64(st, 3, to > 0 ? to : INT64_MAX);
     int rc, rows = 0;
+    int64_t last = *from;
     *n = 0;
     while ((rc = store_step(st)) == STORE_ROW) {
         rows++;
-        *from = store_col_int64(st, 0);
+        last = store_col_int64(st, 0);
         if (store_col_int64(st, 2) != store_col_int64(st, 3))
-            fix[(*n)++] = (chat_unread_fix){store_col_int64(st, 0), store_col_int64(st, 1), store_col_int64(st, 3)};
+            fix[(*n)++] = (chat_unread_fix){.user = last, .seq = store_col_int64(st, 1),
+                                            .kept = store_col_int64(st, 2), .unread = store_col_int64(st, 3)};
     }
     store_reset(st);
-    if (rows < CHAT_UNREAD_CHECK) *from = 0;
-    return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
+    if (rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
+    *from = rows < limit ? 0 : last;
+    *read = rows;
+    return STORE_OK;
 }
 
-/* Checks the next users' kept totals, and sets the wrong ones (fenced). */
-static int unread_check(jobs_run *r, chat_cleanup_opts *o, int64_t *fixed)
+int chat_unread_set(store *db, const chat_unread_fix *fix, size_t n, int64_t *set)
 {
-    store *db = jobs_run_db(r);
-    chat_unread_fix *fix = malloc(CHAT_UNREAD_CHECK * sizeof *fix);
-    size_t n = 0;
-    *fixed = 0;
-    if (!fix) {
-        jobs_run_errorf(r, "out of memory");
-        return -1;
-    }
-    int rc = jobs_run_fence_begin(r, NULL);
-    if (rc != LEASE_OK) {
-        jobs_run_errorf(r, rc == LEASE_LOST ? "fenced off: the lease moved on" : "database: %s", store_errmsg(db));
-        free(fix);
-        return -1;
-    }
-    rc = unread_read(db, &o->checked_to, fix, &n);
-    for (size_t i = 0; i < n && rc == STORE_OK; i++) {
+    *set = 0;
+    for (size_t i = 0; i < n; i++) {
         store_stmt *st = store_prepare(db, "UPDATE chat_seqs SET unread = $3 WHERE user_id = $1 AND seq = $2");
         store_bind_int64(st, 1, fix[i].user);
         store_bind_int64(st, 2, fix[i].seq);
         store_bind_int64(st, 3, fix[i].unread);
-        rc = store_step(st);
-        *fixed += rc == STORE_DONE ? store_changes(st) : 0;
+        int rc = store_step(st);
+        *set += rc == STORE_DONE ? store_changes(st) : 0;
         store_reset(st);
-        rc = rc == STORE_DONE ? STORE_OK : STORE_ERROR;
+        if (rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
     }
-    free(fix);
+    return STORE_OK;
+}
+
+/* Where a process starts its round: a user picked at random between the
+ * lowest and highest ids, so restarts more frequent than a round still
+ * reach every range in time. */
+static int64_t unread_start(store *db)
+{
+    int64_t lo = 0, hi = 0, r;
+    store_stmt *st = store_prepare(db, "SELECT COALESCE(min(user_id), 0), COALESCE(max(user_id), 0) FROM chat_seqs");
+    if (store_step(st) == STORE_ROW) {
+        lo = store_col_int64(st, 0);
+        hi = store_col_int64(st, 1);
+    }
+    store_reset(st);
+    if (hi <= lo) return 0;
+    base_random(&r, sizeof r);
+    return lo + (int64_t)((uint64_t)r % (uint64_t)(hi - lo));
+}
+
+/* The wrong totals of the next users, read in one statement outside any
+ * write transaction (a chat writer is never held up by it), then set in a
+ * fenced one when there are any; the round moves on once that is done. */
+static int unread_check(jobs_run *r, chat_cleanup_opts *o)
+{
+    store *db = jobs_run_db(r);
+    size_t n = 0, more = 0;
+    int read = 0, again = 0;
+    int64_t set = 0, from = o->checked_to ? o->checked_to : (o->checked_to = unread_start(db));
+    chat_unread_fix *fix = malloc(CHAT_UNREAD_CHECK * sizeof *fix);
+    if (!fix) {
+        jobs_run_errorf(r, "out of memory");
+        return -1;
+    }
+    int64_t start = from;
+    int rc = chat_unread_wrong(db, &from, 0, CHAT_UNREAD_CHECK, fix, &n, &read);
+    if (rc == STORE_OK && from == 0 && read < CHAT_UNREAD_CHECK && start > 0) {
+        /* The end, from the middle: the run goes on from the first user,
+         * up to where it began. */
+        rc = chat_unread_wrong(db, &from, start, CHAT_UNREAD_CHECK - read, fix + n, &more, &again);
+        n += more;
+    }
+    if (rc == STORE_OK && n > 0) {
+        int f = jobs_run_fence_begin(r, NULL);
+        if (f != LEASE_OK) {
+            jobs_run_errorf(r, f == LEASE_LOST ? "fenced off: the lease moved on" : "database: %s", store_errmsg(db));
+            free(fix);
+            return -1;
+        }
+        rc = chat_unread_set(db, fix, n, &set);
+        if (rc != STORE_OK) jobs_run_fence_abort(r);
+        else if (jobs_run_fence_end(r) != 0) rc = STORE_ERROR;
+    }
     if (rc != STORE_OK) {
         jobs_run_errorf(r, "database: %s", store_errmsg(db));
-        jobs_run_fence_abort(r);
+        free(fix);
         return -1;
     }
-    if (jobs_run_fence_end(r) != 0) {
-        jobs_run_errorf(r, "commit: %s", store_errmsg(db));
-        return -1;
-    }
-    if (*fixed)
-        log_warn("job %s: the kept unread total of %lld user(s) was not the sum of their conversations' and is "
-                 "set to it (a node of a build before schema 41 still writing, or a bug)",
-                 jobs_run_job(r), (long long)*fixed);
+    if (set)
+        log_warn("job %s: the kept unread total of %lld user(s) was not the sum of their conversations' and is set to "
+                 "it (a node of a build before schema 41 still writing, or a bug); the first found: user %lld, %lld "
+                 "kept, %lld by the sum", jobs_run_job(r), (long long)set, (long long)fix[0].user, (long long)fix[0].kept,
+                 (long long)fix[0].unread);
+    free(fix);
+    o->checked_to = from ? from : -1; /* -1: the end; the next run starts over from the first */
     return 0;
 }
 
@@ -157,8 +192,7 @@ int chat_cleanup_job(jobs_run *r, void *arg)
                             "(SELECT id FROM nodes WHERE heartbeat_ms > $1) LIMIT $2)",
                          now - o->dead_after_ms, CHAT_CLEANUP_BATCH, &nodes) != 0)
         return -1;
-    int64_t fixed;
-    if (unread_check(r, o, &fixed) != 0) return -1;
+    if (jobs_run_should_stop(r) || unread_check(r, o) != 0) return -1;
     if (pruned || gone)
         log_info("job %s: pruned the old changes of %lld user(s); %lld presence row(s) of dead nodes gone",
                  jobs_run_job(r), (long long)pruned, (long long)gone);

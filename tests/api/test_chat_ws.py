@@ -365,7 +365,8 @@ class TestUnreadRepair(ServerTest):
         self.assertEqual(json.loads(ws.recv())["unread"], 99)  # wrong, and shown
         ws.close()
         self.run_job("chat.cleanup")
-        self.assertEqual(self.server.get("/v1/unread", token=tb).json["total"], 2)
+        kept = sql(self.server.db, "SELECT unread FROM chat_seqs WHERE user_id = %d" % int(b["id"], 16))
+        self.assertEqual(int(kept[0][0]), 2)
         ws = self.server.ws(tb)
         hello = json.loads(ws.recv())
         self.assertEqual(hello["unread"], 2)
@@ -373,6 +374,7 @@ class TestUnreadRepair(ServerTest):
         self.assertEqual(frames(ws, lambda f: f.get("seq") == hello["seq"] + 1)[-1]["unread"], 3)
         ws.close()
         self.assertIn("kept unread total of 1 user(s)", self.server.log())
+        self.assertIn("user %d, 99 kept, 2 by the sum" % int(b["id"], 16), self.server.log())
         # A right total is left alone: nothing more to set, no new warning.
         self.run_job("chat.cleanup")
         self.assertEqual(self.server.log().count("kept unread total of"), 1)

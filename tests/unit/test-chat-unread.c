@@ -3,8 +3,10 @@
  * read marks forward, backward and past the end, members removed, leaving,
  * re-added and added -- it equals the sum GET /v1/unread computes, and
  * the news each write signals carries the numbers the database has;
- * and migration 41 fills it in for a database of before. On SQLite (the
- * row-at-a-time fan-out) and on PostgreSQL (the set statements). */
+ * and migration 41 fills it in for a database of before; the check that
+ * sets a wrong total right (chat.cleanup) leaves one whose number moved
+ * since it read the sum, and walks the users round in turn. On SQLite
+ * (the row-at-a-time fan-out) and on PostgreSQL (the set statements). */
 #include "testutil.h"
 #include "testdb.h"
 
@@ -12,6 +14,7 @@
 
 #include "base/base.h"
 #include "chat/chat.h"
+#include "chat/chat_cleanup.h"
 
 #define NUSERS 6
 
@@ -206,11 +209,123 @@ static void test_migration(void **state)
     assert_kept(db->s);
 }
 
+static void set_kept(store *s, int64_t user, int64_t unread)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "UPDATE chat_seqs SET unread = %lld WHERE user_id = %lld", (long long)unread,
+             (long long)user);
+    EXEC_OK(s, sql);
+}
+
+static int64_t kept_of(store *s, int64_t user)
+{
+    int64_t seq, kept;
+    assert_int_equal(chat_seq_unread(s, &user, 1, &seq, &kept), CHAT_OK);
+    return kept;
+}
+
+/* One write in its own transaction. */
+static void send_one(store *s, int64_t me, int64_t conv, const char *cid)
+{
+    chat_result r = {0};
+    assert_int_equal(store_begin(s), STORE_OK);
+    assert_int_equal(chat_send(s, me, conv, cid, "hi", base_id_new(), 5000, &r), STORE_OK);
+    assert_int_equal(store_commit(s), STORE_OK);
+    assert_int_equal(r.status, 201);
+    chat_result_free(&r);
+}
+
+static void test_check_sets_only_what_did_not_move(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s;
+    for (int64_t u = 1; u <= 4; u++) user_row(s, u);
+    chat_result r = {0};
+    assert_int_equal(store_begin(s), STORE_OK);
+    assert_int_equal(chat_create_direct(s, 1, 2, 1, &r), STORE_OK);
+    assert_int_equal(store_commit(s), STORE_OK);
+    int64_t conv = conv_id(&r);
+    chat_result_free(&r);
+    send_one(s, 1, conv, "a");
+    send_one(s, 1, conv, "b"); /* 2 has 2 unread, 1 none */
+    set_kept(s, 1, 7);
+    set_kept(s, 2, 9);
+    chat_unread_fix fix[4];
+    size_t n;
+    int read;
+    int64_t from = 0, set;
+    assert_int_equal(chat_unread_wrong(s, &from, 0, 4, fix, &n, &read), STORE_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(from, 0); /* two users with numbers, fewer than 4: the round is over */
+    assert_int_equal(fix[1].user, 2);
+    assert_int_equal(fix[1].kept, 9);
+    assert_int_equal(fix[1].unread, 2);
+    /* A send between the read and the set moves both users' numbers (and
+     * their kept totals, from the wrong ones): nothing is set. */
+    send_one(s, 1, conv, "c");
+    assert_int_equal(store_begin(s), STORE_OK);
+    assert_int_equal(chat_unread_set(s, fix, n, &set), STORE_OK);
+    assert_int_equal(store_commit(s), STORE_OK);
+    assert_int_equal(set, 0);
+    assert_int_equal(kept_of(s, 2), 10); /* still wrong, for the next round */
+    /* The next round sets both right. */
+    assert_int_equal(chat_unread_wrong(s, &from, 0, 4, fix, &n, &read), STORE_OK);
+    assert_int_equal(store_begin(s), STORE_OK);
+    assert_int_equal(chat_unread_set(s, fix, n, &set), STORE_OK);
+    assert_int_equal(store_commit(s), STORE_OK);
+    assert_int_equal(set, 2);
+    assert_int_equal(kept_of(s, 1), 0);
+    assert_int_equal(kept_of(s, 2), 3);
+    assert_kept(s);
+}
+
+static void test_check_walks_the_users_round(void **state)
+{
+    testdb *db = *state;
+    store *s = db->s;
+    for (int64_t u = 1; u <= NUSERS; u++) user_row(s, u);
+    chat_limits lim = {.group_max_members = 500};
+    int64_t members[5] = {2, 3, 4, 5, 6};
+    chat_result r = {0};
+    assert_int_equal(store_begin(s), STORE_OK);
+    assert_int_equal(chat_create_group(s, 1, "g", members, 5, &lim, 1, &r), STORE_OK);
+    assert_int_equal(store_commit(s), STORE_OK);
+    chat_result_free(&r);
+    set_kept(s, 6, 5); /* wrong, and last */
+    chat_unread_fix fix[4];
+    size_t n;
+    int read;
+    int64_t from = 0;
+    assert_int_equal(chat_unread_wrong(s, &from, 0, 4, fix, &n, &read), STORE_OK);
+    assert_int_equal((int)n, 0);
+    assert_int_equal(read, 4);
+    assert_int_equal(from, 4); /* users 1-4 read, more to come */
+    assert_int_equal(chat_unread_wrong(s, &from, 0, 4, fix, &n, &read), STORE_OK);
+    assert_int_equal((int)n, 1);
+    assert_int_equal(fix[0].user, 6);
+    assert_int_equal(read, 2);
+    assert_int_equal(from, 0); /* the round is over: the next starts again */
+    from = 2; /* a round started in the middle reads on from there */
+    assert_int_equal(chat_unread_wrong(s, &from, 0, 4, fix, &n, &read), STORE_OK);
+    assert_int_equal((int)n, 1);
+    assert_int_equal(from, 6);
+    /* ... and, past the end, from the first up to where it began only. */
+    from = 0;
+    assert_int_equal(chat_unread_wrong(s, &from, 5, 4, fix, &n, &read), STORE_OK);
+    assert_int_equal(read, 4);
+    assert_int_equal((int)n, 0);
+    assert_int_equal(chat_unread_wrong(s, &from, 5, 4, fix, &n, &read), STORE_OK);
+    assert_int_equal(read, 1); /* user 5: 6 is beyond the bound */
+    assert_int_equal(from, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         TESTDB_TEST(test_kept_through_every_write),
         TESTDB_TEST_RAW(test_migration),
+        TESTDB_TEST(test_check_sets_only_what_did_not_move),
+        TESTDB_TEST(test_check_walks_the_users_round),
     };
     return cmocka_run_group_tests(tests, setup_base, NULL);
 }
