@@ -85,7 +85,7 @@ int chat_unread_wrong(store *db, int64_t *from, int64_t to, int limit, chat_unre
     store_reset(st);
     if (rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
     *from = rows < limit ? 0 : last;
-    *read = rows;
+    if (read) *read = rows;
     return STORE_OK;
 }
 
@@ -129,7 +129,7 @@ static int unread_check(jobs_run *r, chat_cleanup_opts *o)
 {
     store *db = jobs_run_db(r);
     size_t n = 0, more = 0;
-    int read = 0, again = 0;
+    int read = 0;
     int64_t set = 0, from = o->checked_to ? o->checked_to : (o->checked_to = unread_start(db));
     chat_unread_fix *fix = malloc(CHAT_UNREAD_CHECK * sizeof *fix);
     if (!fix) {
@@ -141,7 +141,7 @@ static int unread_check(jobs_run *r, chat_cleanup_opts *o)
     if (rc == STORE_OK && from == 0 && read < CHAT_UNREAD_CHECK && start > 0) {
         /* The end, from the middle: the run goes on from the first user,
          * up to where it began. */
-        rc = chat_unread_wrong(db, &from, start, CHAT_UNREAD_CHECK - read, fix + n, &more, &again);
+        rc = chat_unread_wrong(db, &from, start, CHAT_UNREAD_CHECK - read, fix + n, &more, NULL);
         n += more;
     }
     if (rc == STORE_OK && n > 0) {

@@ -28,9 +28,9 @@ typedef struct chat_unread_fix {
 
 /* Reads the (at most limit) users after *from, up to user to (0: no
  * bound), in one statement, the wrong ones into fix (room for limit; *n of
- * them), *read users in all; *from moves to the last user read, or to 0
- * when there are no more (a round is over). STORE_OK or an error (*from
- * unmoved). */
+ * them), *read users in all (read may be NULL); *from moves to the last
+ * user read, or to 0 when there are no more (a round is over). STORE_OK
+ * or an error (*from unmoved). */
 int chat_unread_wrong(store *db, int64_t *from, int64_t to, int limit, chat_unread_fix *fix, size_t *n, int *read);
 /* Sets each fix's total where the user's number is still its seq: every
  * write that moves a term of the sum moves the number in the same

@@ -6,10 +6,11 @@
  * when the hub's coalesced signal runs (ws.h), from the numbers the
  * writer that moved them signalled (this node's or, through the bus,
  * another's), or from the database when they are not known; a burst of
- * changes gives few frames and the hub never sends a stale one last. Presence: the first connection of a user on a node
- * writes a presence row (node, user), its last one deletes it and records
- * last_seen; a node's rows count only while its heartbeat (nodes) is
- * fresh, so a dead node's users stop counting within the lease TTL. */
+ * changes gives few frames and the hub never sends a stale one last.
+ * Presence: the first connection of a user on a node writes a presence
+ * row (node, user), its last one deletes it and records last_seen; a
+ * node's rows count only while its heartbeat (nodes) is fresh, so a dead
+ * node's users stop counting within the lease TTL. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -232,8 +232,8 @@ int hot_counts_into(store *db, int64_t post_id, int64_t viewer, json_t *obj)
         json_object_set_new(obj, "liked", json_boolean(viewer && store_col_int64(st, 4)));
         int64_t of = store_col_int64(st, 5);
         char id[24];
-        snprintf(id, sizeof id, "%lld", (long long)of);
-        if (of) json_object_set_new(obj, "repost_of", json_string(id));
+        if (of && snprintf(id, sizeof id, "%lld", (long long)of) > 0)
+            json_object_set_new(obj, "repost_of", json_string(id));
     }
     store_reset(st);
     return rc == STORE_ROW ? HOT_OK : HOT_ERROR;
