@@ -91,15 +91,16 @@ void notify_on_calendar_change(void *arg, store *db);
 typedef struct notify_inbox_item {
     int64_t user_id, seq, event_id, original_ms, due_ms, fired_ms;
     int64_t id; /* what clients see: seq concealed by the inbox key (set by the reader) */
+    int64_t xid; /* PostgreSQL: the writing transaction's id (0 on SQLite) */
     bool late, read;
     char delivery_id[NOTIFY_ID_LEN + 1];
     char method[8];
     char *summary; /* owned */
 } notify_inbox_item;
 
-/* Reads an item from columns at..at+10: user_id, seq, delivery_id,
+/* Reads an item from columns at..at+11: user_id, seq, delivery_id,
  * event_id, summary, original_start_ms, due_ms, fired_ms, late, method,
- * read. false when out of memory. */
+ * read, and the writer's xid (0 on SQLite). false when out of memory. */
 bool notify_inbox_item_read(store_stmt *st, int at, notify_inbox_item *it);
 void notify_inbox_item_free(notify_inbox_item *it);
 /* The API's JSON object of an item (its id as set by the reader). */
@@ -108,8 +109,9 @@ json_t *notify_inbox_item_json(const notify_inbox_item *it);
  * migration 20 and the same on every node. */
 int notify_inbox_key(store *db, unsigned char key[BASE_ID_KEY_LEN]);
 
-/* Told of inbox rows right after the transaction that wrote them
- * committed (on an engine thread): a reminder fired for someone. */
+/* Told of inbox rows once the transaction that wrote them committed and
+ * GET /v1/notifications lists them (on an engine thread): a reminder
+ * fired for someone. */
 typedef void (*notify_inbox_fn)(void *arg, const notify_inbox_item *items, size_t n);
 
 /* ---- the engine: scanner and delivery workers of one node ---- */

@@ -143,11 +143,9 @@ typedef enum notify_claim_fate { FATE_PENDING, FATE_MISSED, FATE_DONE, FATE_DROP
 #define CLAIM_INBOX_SQLITE CLAIM_INBOX(LIST_SQLITE, " ON CONFLICT (delivery_id) DO NOTHING")
 #define CLAIM_INBOX_PG CLAIM_INBOX(LIST_TEXT_PG, "")
 /* The same reading the rows back, when someone listens (on_inbox). */
-#define CLAIM_INBOX_RETURNING                                                                              \
-    " RETURNING user_id, seq, delivery_id, event_id, summary, original_start_ms, due_ms, fired_ms, late, "  \
-    "method, read"
-#define CLAIM_INBOX_SQLITE_R CLAIM_INBOX(LIST_SQLITE, " ON CONFLICT (delivery_id) DO NOTHING" CLAIM_INBOX_RETURNING)
-#define CLAIM_INBOX_PG_R CLAIM_INBOX(LIST_TEXT_PG, CLAIM_INBOX_RETURNING)
+#define CLAIM_INBOX_SQLITE_R                                                                               \
+    CLAIM_INBOX(LIST_SQLITE, " ON CONFLICT (delivery_id) DO NOTHING" NOTIFY_INBOX_RETURNING_SQLITE)
+#define CLAIM_INBOX_PG_R CLAIM_INBOX(LIST_TEXT_PG, NOTIFY_INBOX_RETURNING_PG)
 
 /* SQLite runs the same two writes a row at a time, bound straight from
  * the C structs: in-process a statement costs no round trip, and building

@@ -356,6 +356,11 @@ int notify_engine_start(notify_engine *e)
 {
     e->has_webhooks = webhooks_present(e->o.db_url);
     if (e->o.on_inbox && !inbox_key_load(e)) return -1;
+    if (e->o.on_inbox && !store_gate_serializes(&e->gate) &&
+        !(e->visible = notify_visible_start(e->o.db_url, e->o.on_inbox, e->o.on_inbox_arg))) {
+        log_error("reminders: cannot start the reminder frames' visibility hold");
+        return -1;
+    }
     e->send_cap = e->o.channels ? channels_capacity(e->o.channels) : INT_MAX;
     e->send_room = e->send_cap / 4 < 1 ? 1 : e->send_cap / 4 > 256 ? 256 : e->send_cap / 4;
     /* Sends being made: at most the channels' capacity (without channels,
@@ -438,6 +443,7 @@ void notify_engine_free(notify_engine *e)
     store_checkpoint_stop(e->checkpoint);
     if (e->scanner_started) pthread_join(e->scanner, NULL);
     for (int i = 0; i < e->nworkers_started; i++) pthread_join(e->workers[i], NULL);
+    notify_visible_stop(e->visible); /* after every thread that puts */
     /* Sends still out will call send_done; wait for them (channel
      * timeouts bound this). Their results are dropped: the rows stay
      * pending and are retried after the hold. */

@@ -75,12 +75,6 @@ int notify_batch_exec(store *db, const char *sql, const char *ids, int64_t now, 
  * reminder is gone: event deleted, attendee declined) and leave the
  * outbox as done, or cancelled. Only rows still pending are touched, so a
  * batch that overlaps another node's takeover changes nothing twice. */
-/* What the inbox INSERTs return when someone listens (notify_opts.on_inbox):
- * the rows they wrote, in notify_inbox_item_read's order. */
-#define INBOX_RETURNING                                                                                    \
-    " RETURNING user_id, seq, delivery_id, event_id, summary, original_start_ms, due_ms, fired_ms, late, "  \
-    "method, read"
-
 /* Runs the inbox INSERT; with out, reads back the rows it wrote. */
 static int inbox_exec(store *db, const char *sql, const char *ids, int64_t now, int64_t grace, notify_inbox_item **out,
                       size_t *n, size_t *cap)
@@ -112,9 +106,9 @@ int notify_deliver_inapp_items(store *db, const char *ids, int64_t now_ms, notif
     if (policy == NOTIFY_LATE_SKIP && (rc = notify_batch_exec(db, missed, ids, now_ms, &grace_ms)) != STORE_OK)
         return rc;
     if (pg)
-        return inbox_exec(db, out ? INAPP_DELIVER_PG(INBOX_RETURNING) : INAPP_DELIVER_PG(""), ids, now_ms, grace_ms,
+        return inbox_exec(db, out ? INAPP_DELIVER_PG(NOTIFY_INBOX_RETURNING_PG) : INAPP_DELIVER_PG(""), ids, now_ms, grace_ms,
                           out, n, cap);
-    rc = inbox_exec(db, out ? INAPP_INBOX(NOTIFY_BATCH_SQLITE, INBOX_RETURNING) : INAPP_INBOX(NOTIFY_BATCH_SQLITE, ""),
+    rc = inbox_exec(db, out ? INAPP_INBOX(NOTIFY_BATCH_SQLITE, NOTIFY_INBOX_RETURNING_SQLITE) : INAPP_INBOX(NOTIFY_BATCH_SQLITE, ""),
                     ids, now_ms, grace_ms, out, n, cap);
     if (rc != STORE_OK) return rc;
     return notify_batch_exec(db, INAPP_FINISH(NOTIFY_BATCH_SQLITE), ids, now_ms, &grace_ms);
@@ -165,6 +159,6 @@ void notify_inbox_announce(notify_engine *e, notify_inbox_item *items, size_t n)
 {
     if (n == 0 || !e->has_inbox_key) return; /* without the key no id can be shown */
     for (size_t i = 0; i < n; i++) items[i].id = base_id_conceal(e->inbox_key, items[i].seq);
-    e->o.on_inbox(e->o.on_inbox_arg, items, n);
+    if (!e->visible || !notify_visible_put(e->visible, items, n)) e->o.on_inbox(e->o.on_inbox_arg, items, n);
 }
 

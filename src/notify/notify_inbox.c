@@ -24,6 +24,7 @@ bool notify_inbox_item_read(store_stmt *st, int at, notify_inbox_item *it)
     it->late = store_col_int64(st, at + 8) != 0;
     snprintf(it->method, sizeof it->method, "%s", store_col_text(st, at + 9));
     it->read = store_col_int64(st, at + 10) != 0;
+    it->xid = store_col_int64(st, at + 11);
     return it->summary != NULL;
 }
 

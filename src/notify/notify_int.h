@@ -57,6 +57,8 @@ typedef struct notify_result {
     char error[200];
 } notify_result;
 
+typedef struct notify_visible notify_visible; /* notify_visible.c */
+
 /* A lease group (a range of shards) as this node sees it. */
 typedef struct notify_group {
     lease_hold hold;
@@ -87,6 +89,8 @@ struct notify_engine {
      * the gate. Separate connections would each find their page cache
      * stale after every commit of another and re-read the pages. */
     store *shared;
+    /* PostgreSQL with a listener: holds its rows until listable. */
+    notify_visible *visible;
     pthread_mutex_t mu; /* guards everything below */
     pthread_cond_t cv;  /* workers: heap or results changed, or stopping */
     pthread_cond_t idle;/* free: no send in flight; drain: drained */
@@ -213,7 +217,27 @@ void notify_email_text_of(const notify_send_job *j, notify_email_text *m);
 
 /* Frees n items and the array (notify_inapp.c). */
 void notify_inbox_items_free(notify_inbox_item *items, size_t n);
-/* Tells the listener (on_inbox) of rows just written, their ids set. */
+/* Tells the listener (on_inbox) of rows just written, their ids set; on
+ * PostgreSQL once the inbox lists them (notify_visible.c). Moves the
+ * items' summaries: the caller still frees the items. */
 void notify_inbox_announce(notify_engine *e, notify_inbox_item *items, size_t n);
+/* What the delivering INSERTs return when someone listens: the rows they
+ * wrote, in notify_inbox_item_read's order, the writer's xid last. */
+#define NOTIFY_INBOX_RETURNING_COLS                                                                        \
+    " RETURNING user_id, seq, delivery_id, event_id, summary, original_start_ms, due_ms, fired_ms, late, "  \
+    "method, read, "
+#define NOTIFY_INBOX_RETURNING_PG NOTIFY_INBOX_RETURNING_COLS "CAST(CAST(xid AS text) AS BIGINT)"
+#define NOTIFY_INBOX_RETURNING_SQLITE NOTIFY_INBOX_RETURNING_COLS "0"
+
+/* ---- notify_visible.c: PostgreSQL's rows held until listable ------------- */
+
+/* Starts the thread that tells fn of rows once they are listable. NULL
+ * when it cannot start. */
+notify_visible *notify_visible_start(const char *db_url, notify_inbox_fn fn, void *arg);
+/* Queues n items (their xid set), moving their summaries. false when out
+ * of memory (nothing moved). */
+bool notify_visible_put(notify_visible *v, notify_inbox_item *items, size_t n);
+/* Stops the thread; what still waits is dropped (the rows are listed). */
+void notify_visible_stop(notify_visible *v);
 
 #endif

@@ -405,12 +405,85 @@ class TestReminderPush(ServerTest):
             self.assertEqual((f["summary"], f["event_id"], f["method"], f["read"]),
                              ("Stand <up> \"now\"", r.json["id"], "push", False))
             d.close()
-        # On PostgreSQL the inbox lists a row once no older transaction is
-        # still open (its cursor never passes a row being written): the
-        # frame can be a moment ahead of the list.
-        inbox = wait_for(lambda: self.server.get("/v1/notifications", token=ta).json["items"], timeout=5)
+        # The frame comes once the inbox lists the row: one read finds it
+        # (on PostgreSQL too, where a row is listed only once no older
+        # transaction is open; see TestReminderFrameListable).
+        inbox = self.server.get("/v1/notifications", token=ta).json["items"]
         self.assertEqual([i["delivery_id"] for i in inbox], [f["delivery_id"]])
         self.assertEqual({k: v for k, v in f.items() if k != "type"}, inbox[0])
+
+
+@unittest.skipUnless(BACKEND == "pg", "SQLite has one writer: a row is listable when its commit ends")
+class TestReminderFrameListable(ServerTest):
+    """On PostgreSQL the inbox lists a row only once every older
+    transaction has ended (its cursor never passes a row being written).
+    The reminder frame waits for that, so a client that re-reads its inbox
+    on the frame finds the row; but not for more than 2 s, since the frame
+    carries its item and a transaction left open must not stall pushes."""
+    server_args = ("--reminder-window", "1000")
+
+    @staticmethod
+    def end(p):
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for f in (p.stdin, p.stdout):
+            if not f.closed:
+                f.close()
+
+    def hold_xid(self):
+        """A psql session inside a transaction that holds an xid."""
+        p = subprocess.Popen(["psql", self.server.db, "-qAt", "-v", "ON_ERROR_STOP=1"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+        self.addCleanup(self.end, p)
+        p.stdin.write("BEGIN;\nSELECT pg_current_xact_id() IS NOT NULL;\n")
+        p.stdin.flush()
+        self.assertEqual(p.stdout.readline().strip(), "t")
+        return p
+
+    def reminder(self, token, start):
+        from test_reminders import iso
+        r = self.server.post("/v1/events", {"summary": "s", "start": {"date_time": iso(start)},
+                                            "end": {"date_time": iso(start + 60)},
+                                            "reminders": [{"method": "push", "minutes_before": 0}]}, token=token)
+        self.assertEqual(r.status, 201, r)
+
+    def test_frame_waits_for_an_older_transaction(self):
+        from test_reminders import soon
+        (a, ta), = (self.server.new_user(),)
+        ws = self.server.ws(ta)
+        ws.recv()
+        start = soon(2)
+        self.reminder(ta, start)
+        slow = self.hold_xid()  # older than the delivering transaction
+        time.sleep(max(0, start - time.time()) + 0.8)
+        self.assertEqual(self.server.get("/v1/notifications", token=ta).json["items"], [])
+        early = frames(ws, lambda f: f.get("type") == "reminder", timeout=0.1)
+        self.assertEqual([f for f in early if f.get("type") == "reminder"], [])
+        ended = time.time()
+        slow.stdin.write("COMMIT;\n")
+        slow.stdin.close()
+        self.assertEqual(slow.wait(timeout=10), 0)
+        got = frames(ws, lambda f: f.get("type") == "reminder", timeout=5)
+        self.assertTrue(got and got[-1]["type"] == "reminder", got)
+        self.assertLess(time.time() - ended, 0.5)
+        inbox = self.server.get("/v1/notifications", token=ta).json["items"]
+        self.assertEqual([i["delivery_id"] for i in inbox], [got[-1]["delivery_id"]])
+
+    def test_an_open_transaction_holds_a_frame_2_s_at_most(self):
+        from test_reminders import ms_of, soon
+        (a, ta), = (self.server.new_user(),)
+        ws = self.server.ws(ta)
+        ws.recv()
+        start = soon(2)
+        self.reminder(ta, start)
+        self.hold_xid()  # left open past the test
+        got = frames(ws, lambda f: f.get("type") == "reminder", timeout=start - time.time() + 5)
+        self.assertTrue(got and got[-1]["type"] == "reminder", got)
+        late = time.time() * 1000 - ms_of(got[-1]["due"])
+        self.assertGreater(late, 1900)
+        self.assertLess(late, 3500)
+        self.assertEqual(self.server.get("/v1/notifications", token=ta).json["items"], [])
 
 
 class TestVanished(ServerTest):
