@@ -24,7 +24,16 @@ caldav_ctx caldav_ctx_of(caldav_http *dav, http_req *r)
     caldav_ctx c = {.r = r, .dav = dav, .db = store_pool_at(dav->cal->dbs, r->loop), .tz = dav->cal->tz,
                     .me = r->user_id};
     base_id_format(c.me, c.me_hex);
+    const char *v = tz_db_version(c.tz);
+    char h[65];
+    base_sha256_hex(v, strlen(v), h);
+    snprintf(c.zone_tag, sizeof c.zone_tag, "%.8s", h);
     return c;
+}
+
+void caldav_etag(const caldav_ctx *c, const char *stored, char out[CALDAV_ETAG_MAX])
+{
+    snprintf(out, CALDAV_ETAG_MAX, "%s-%s", stored, c->zone_tag);
 }
 
 /* ---- answers ------------------------------------------------------------- */
@@ -232,8 +241,10 @@ static bool is_star(http_str h)
     return h.len == 1 && h.ptr[0] == '*';
 }
 
-bool caldav_preconditions(caldav_ctx *c, bool exists, const char *etag)
+bool caldav_preconditions(caldav_ctx *c, bool exists, const char *stored)
 {
+    char etag[CALDAV_ETAG_MAX];
+    caldav_etag(c, exists ? stored : "", etag);
     http_str h;
     bool ok = true;
     if (http_header(c->r, "if-match", &h)) ok = exists && (is_star(h) || etag_listed(h, etag));
@@ -245,8 +256,10 @@ bool caldav_preconditions(caldav_ctx *c, bool exists, const char *etag)
 }
 
 /* GET's If-None-Match: true when the client's copy is current (304). */
-bool caldav_not_modified(caldav_ctx *c, const char *etag)
+bool caldav_not_modified(caldav_ctx *c, const char *stored)
 {
+    char etag[CALDAV_ETAG_MAX];
+    caldav_etag(c, stored, etag);
     http_str h;
     return http_header(c->r, "if-none-match", &h) && (is_star(h) || etag_listed(h, etag));
 }

@@ -25,6 +25,10 @@ typedef struct caldav_ctx {
     tz_db *tz;
     int64_t me;
     char me_hex[17];
+    /* The zone data's release (tz_db_version), hashed: a resource's bytes
+     * hold its zones' VTIMEZONE, so its ETag, and every collection's sync
+     * token and CTag, carry this too (caldav_etag). */
+    char zone_tag[9];
 } caldav_ctx;
 
 typedef enum caldav_kind {
@@ -76,10 +80,16 @@ void caldav_send_error(caldav_ctx *c, int status, const char *cond_ns, const cha
     __attribute__((format(printf, 5, 6)));
 void caldav_send_xml_err(caldav_ctx *c, const caldav_xml_err *e);
 void caldav_send_db_error(caldav_ctx *c);
-/* If-Match / If-None-Match against a resource's state; false after 412. */
-bool caldav_preconditions(caldav_ctx *c, bool exists, const char *etag);
+/* A resource's ETag (unquoted): the event's stored etag, which changes
+ * with every write, and the zone tag, which changes with the zone data
+ * its VTIMEZONE text is written from. */
+#define CALDAV_ETAG_MAX 40
+void caldav_etag(const caldav_ctx *c, const char *stored, char out[CALDAV_ETAG_MAX]);
+/* If-Match / If-None-Match against a resource's state (stored: the
+ * event's etag); false after 412. */
+bool caldav_preconditions(caldav_ctx *c, bool exists, const char *stored);
 /* GET's If-None-Match: true when the client's copy is current (304). */
-bool caldav_not_modified(caldav_ctx *c, const char *etag);
+bool caldav_not_modified(caldav_ctx *c, const char *stored);
 
 /* ---- events of a collection (caldav_events.c) ---- */
 
@@ -142,10 +152,12 @@ typedef struct caldav_answer {
 void caldav_write_response(caldav_answer *a, const caldav_node *n);
 /* <D:response> for a resource that is not there (404). */
 void caldav_write_missing(caldav_answer *a, const caldav_target *t, const char *name);
-/* The collection's sync token: "urn:x-chime:sync:<collection>:<seq>". */
-void caldav_sync_token(const caldav_target *t, int64_t seq, char *buf, size_t size);
-/* Parses a token of this collection; -1 when it is not one. */
-int caldav_sync_token_parse(const caldav_target *t, const char *token, int64_t *seq);
+/* The collection's sync token (and CTag):
+ * "urn:x-chime:sync:<collection>:<zone tag>:<seq>". */
+void caldav_sync_token(const caldav_ctx *c, const caldav_target *t, int64_t seq, char *buf, size_t size);
+/* Parses a token of this collection written with today's zone data; -1
+ * when it is not one (the client then syncs again from the start). */
+int caldav_sync_token_parse(const caldav_ctx *c, const caldav_target *t, const char *token, int64_t *seq);
 
 /* Does the request ask for the resources' text (calendar-data or
  * getcontentlength)? Then loading a calendar's events at once pays. */

@@ -99,9 +99,10 @@ void caldav_handle_get(caldav_ctx *c)
     caldav_target_free(&t);
     if (rc == CALDAV_NOT_FOUND) return caldav_send_error(c, 404, NULL, NULL, "no such resource");
     if (rc != CALDAV_OK) return caldav_send_db_error(c);
-    char etag[40];
-    snprintf(etag, sizeof etag, "\"%s\"", ref.e->etag);
-    http_add_header(c->r, "ETag", etag);
+    char etag[CALDAV_ETAG_MAX], quoted[CALDAV_ETAG_MAX + 2];
+    caldav_etag(c, ref.e->etag, etag);
+    snprintf(quoted, sizeof quoted, "\"%s\"", etag);
+    http_add_header(c->r, "ETag", quoted);
     if (caldav_not_modified(c, ref.e->etag)) {
         caldav_event_ref_free(&ref);
         return http_send_empty(c->r, 304);

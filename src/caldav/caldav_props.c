@@ -30,17 +30,17 @@ static void node_state_free(node_state *s)
     free(s->text);
 }
 
-void caldav_sync_token(const caldav_target *t, int64_t seq, char *buf, size_t size)
+void caldav_sync_token(const caldav_ctx *c, const caldav_target *t, int64_t seq, char *buf, size_t size)
 {
     char hex[17];
     base_id_format(t->invited ? -t->coll : t->coll, hex);
-    snprintf(buf, size, "urn:x-chime:sync:%c%s:%" PRId64, t->invited ? 'i' : 'c', hex, seq);
+    snprintf(buf, size, "urn:x-chime:sync:%c%s:%s:%" PRId64, t->invited ? 'i' : 'c', hex, c->zone_tag, seq);
 }
 
-int caldav_sync_token_parse(const caldav_target *t, const char *token, int64_t *seq)
+int caldav_sync_token_parse(const caldav_ctx *c, const caldav_target *t, const char *token, int64_t *seq)
 {
-    char prefix[64];
-    caldav_sync_token(t, 0, prefix, sizeof prefix);
+    char prefix[80];
+    caldav_sync_token(c, t, 0, prefix, sizeof prefix);
     size_t plen = strlen(prefix) - 1; /* without the "0" */
     if (strncmp(token, prefix, plen) != 0) return -1;
     const char *digits = token + plen;
@@ -140,10 +140,11 @@ static bool collection_token(caldav_answer *a, const caldav_target *t, node_stat
     if (!s->have_seq && caldav_collection_state(a->c->db, t->coll, &s->seq, &floor) != CALDAV_OK) return false;
     s->have_seq = true;
     char token[96];
-    caldav_sync_token(t, s->seq, token, sizeof token);
+    caldav_sync_token(a->c, t, s->seq, token, sizeof token);
     if (id == CALDAV_P_SYNC_TOKEN) text_el(o, "<D:sync-token>", token, "</D:sync-token>");
     else if (id == CALDAV_P_GETCTAG) text_el(o, "<CS:getctag>", token, "</CS:getctag>");
-    else co_fmt(o, "<D:getetag>&quot;%" PRId64 "&quot;</D:getetag>", s->seq); /* changes with the CTag */
+    else /* changes with the CTag */
+        co_fmt(o, "<D:getetag>&quot;%" PRId64 "-%s&quot;</D:getetag>", s->seq, a->c->zone_tag);
     return true;
 }
 
@@ -243,7 +244,12 @@ static bool resource_value(caldav_answer *a, const caldav_member *m, node_state 
     char date[40];
     switch (id) {
     case CALDAV_P_RESOURCETYPE: co_raw(o, "<D:resourcetype/>"); return true;
-    case CALDAV_P_GETETAG: co_fmt(o, "<D:getetag>&quot;%s&quot;</D:getetag>", m->etag); return true;
+    case CALDAV_P_GETETAG: {
+        char etag[CALDAV_ETAG_MAX];
+        caldav_etag(a->c, m->etag, etag);
+        co_fmt(o, "<D:getetag>&quot;%s&quot;</D:getetag>", etag);
+        return true;
+    }
     case CALDAV_P_GETCONTENTTYPE:
         co_raw(o, "<D:getcontenttype>text/calendar; charset=utf-8; component=VEVENT</D:getcontenttype>");
         return true;

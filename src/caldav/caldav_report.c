@@ -137,7 +137,7 @@ static int sync_changes(caldav_answer *a, const caldav_target *t, int64_t since,
         co_raw(&a->out, "<D:error><D:number-of-matches-within-limits/></D:error></D:response>");
     }
     char token[96];
-    caldav_sync_token(t, next, token, sizeof token);
+    caldav_sync_token(a->c, t, next, token, sizeof token);
     co_raw(&a->out, "<D:sync-token>");
     co_text(&a->out, token);
     co_raw(&a->out, "</D:sync-token>");
@@ -152,7 +152,7 @@ static void report_sync(caldav_answer *a, const caldav_target *t)
     int64_t seq, floor, since = 0;
     if (caldav_collection_state(a->c->db, t->coll, &seq, &floor) != CALDAV_OK) return finish(a, -1);
     const char *token = a->rq->sync_token;
-    if (token[0] && (caldav_sync_token_parse(t, token, &since) != 0 || since > seq || since < floor)) {
+    if (token[0] && (caldav_sync_token_parse(a->c, t, token, &since) != 0 || since > seq || since < floor)) {
         co_free(&a->out);
         return caldav_send_error(a->c, 403, CALDAV_NS_DAV, "valid-sync-token",
                                  "the sync token is unknown or has expired; sync again from the start");

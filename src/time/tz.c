@@ -621,10 +621,33 @@ int64_t tz_local_to_utc(const tz_zone *z, int64_t local_secs)
 
 struct tz_db {
     char *dir;
+    char version[32]; /* tz_db_version */
     pthread_mutex_t lock;
     tz_zone **zones; /* sorted by name */
     size_t n, cap;
 };
+
+/* The first line of tzdata.zi, "# version 2025b": the letters, digits,
+ * dots and dashes after it (at most 31). */
+static void tz_version_read(tz_db *db)
+{
+    char path[4096], line[64] = "";
+    snprintf(path, sizeof path, "%s/tzdata.zi", db->dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    if (!fgets(line, sizeof line, f)) line[0] = '\0';
+    fclose(f);
+    static const char prefix[] = "# version ";
+    if (strncmp(line, prefix, sizeof prefix - 1) != 0) return;
+    size_t n = 0;
+    for (const char *p = line + sizeof prefix - 1; n < sizeof db->version - 1; p++, n++) {
+        bool ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
+                  *p == '-';
+        if (!ok) break;
+        db->version[n] = *p;
+    }
+    db->version[n] = '\0';
+}
 
 tz_db *tz_db_new(const char *dir)
 {
@@ -636,7 +659,13 @@ tz_db *tz_db_new(const char *dir)
         free(db);
         return NULL;
     }
+    tz_version_read(db);
     return db;
+}
+
+const char *tz_db_version(const tz_db *db)
+{
+    return db->version;
 }
 
 void tz_db_free(tz_db *db)

@@ -30,6 +30,10 @@ typedef struct tz_zone tz_zone;
 
 /* dir NULL means /usr/share/zoneinfo. Returns NULL only when out of memory. */
 tz_db *tz_db_new(const char *dir);
+/* The release of the zone data, from the directory's tzdata.zi ("2025b"),
+ * read once at tz_db_new; "" when the directory has none. Whatever is
+ * written from the zones changes with it (CalDAV's ETags carry it). */
+const char *tz_db_version(const tz_db *db);
 void tz_db_free(tz_db *db);
 
 /* The zone named `name` ("America/New_York", "UTC", "Etc/GMT+5"), or NULL

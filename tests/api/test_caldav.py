@@ -501,5 +501,85 @@ class CalDAVSyncAcrossRestartTest(ServerTest):
         self.assertEqual(cal_id, path.rstrip("/").rsplit("/", 1)[1])
 
 
+def zoneinfo(version, berlin_from):
+    """A zoneinfo directory like the system's (links to its files), whose
+    tzdata.zi names `version` and whose Europe/Berlin is the system's
+    zone `berlin_from`: a tzdata release that changed Berlin's rules."""
+    import os
+    import tempfile
+    from chime import TMP
+    sysdir = "/usr/share/zoneinfo"
+    top = tempfile.mkdtemp(prefix="zoneinfo-", dir=TMP)
+    for name in os.listdir(sysdir):
+        if name not in ("tzdata.zi", "Europe"):
+            os.symlink(os.path.join(sysdir, name), os.path.join(top, name))
+    os.mkdir(os.path.join(top, "Europe"))
+    for name in os.listdir(os.path.join(sysdir, "Europe")):
+        if name != "Berlin":
+            os.symlink(os.path.join(sysdir, "Europe", name), os.path.join(top, "Europe", name))
+    with open(os.path.join(sysdir, berlin_from), "rb") as src, open(os.path.join(top, "Europe", "Berlin"), "wb") as dst:
+        dst.write(src.read())
+    with open(os.path.join(top, "tzdata.zi"), "w") as f:
+        f.write("# version %s\n" % version)
+    return top
+
+
+class CalDAVZoneDataTest(ServerTest):
+    """A resource's bytes hold its zone's VTIMEZONE, written from the zone
+    data: a new tzdata release that changes them changes the strong ETag,
+    the collection's CTag and sync token (old tokens: 403, the client
+    syncs again), so no client keeps old bytes under a current ETag. The
+    same data across a restart keeps every ETag and token."""
+
+    def restart(self, tzdir):
+        self.assertEqual(self.server.stop(), 0)
+        type(self).server = Server(db=self.server.db, env={"TZDIR": tzdir}).start()
+        if hasattr(self, "user"):
+            self.user.server = self.server
+
+    def test_a_new_release_changes_etags_and_tokens(self):
+        old, new = zoneinfo("2001a", "Europe/Berlin"), zoneinfo("2002b", "America/New_York")
+        self.restart(old)
+        self.user = DavUser(self.server, name="Zones")
+        cal_id, path = self.user.calendar(zone="Europe/Berlin")
+        ev = vcal(["UID:tz@test", "DTSTAMP:20260101T000000Z", "DTSTART;TZID=Europe/Berlin:20261102T090000",
+                   "DTEND;TZID=Europe/Berlin:20261102T100000", "RRULE:FREQ=WEEKLY", "SUMMARY:Weekly"])
+        self.assertEqual(self.user.put(path + "tz.ics", ev).status, 201)
+        first = self.user.dav("GET", path + "tz.ics")
+        etag, token = first.header("ETag"), sync_token_of(self.user.dav("REPORT", path, sync_body()))
+        self.assertIn("TZOFFSETTO:+0100", first.body)
+        ctag = multistatus(self.user.dav("PROPFIND", path, propfind(["CS:getctag"]), depth=0))[path]["props"]
+        # The same data after a restart: the same bytes, ETag and token.
+        self.restart(old)
+        again = self.user.dav("GET", path + "tz.ics")
+        self.assertEqual((again.body, again.header("ETag")), (first.body, etag))
+        self.assertEqual(multistatus(self.user.dav("REPORT", path, sync_body(token))), {})
+        self.assertEqual(self.user.dav("GET", path + "tz.ics", headers={"If-None-Match": etag}).status, 304)
+        # A release that moved Berlin's rules: new bytes, new ETag.
+        self.restart(new)
+        now = self.user.dav("GET", path + "tz.ics")
+        self.assertEqual(now.status, 200, now)
+        self.assertIn("TZOFFSETTO:-0500", now.body)
+        self.assertNotEqual(now.body, first.body)
+        self.assertNotEqual(now.header("ETag"), etag)
+        self.assertEqual(self.user.dav("GET", path + "tz.ics", headers={"If-None-Match": etag}).status, 200)
+        self.assertEqual(self.user.dav("GET", path + "tz.ics",
+                                       headers={"If-None-Match": now.header("ETag")}).status, 304)
+        r = self.user.put(path + "tz.ics", ev, headers={"If-Match": etag})
+        self.assertEqual(r.status, 412, r)
+        # The old token is refused, so a syncing client starts again and
+        # is given the new ETag; the CTag moved too.
+        r = self.user.dav("REPORT", path, sync_body(token))
+        self.assertEqual(r.status, 403, r)
+        self.assertIn("valid-sync-token", dav_error(r))
+        full = multistatus(self.user.dav("REPORT", path, sync_body("")))
+        got = full[path + "tz.ics"]["props"][D + "getetag"].text
+        self.assertEqual(got, now.header("ETag"))
+        newctag = multistatus(self.user.dav("PROPFIND", path, propfind(["CS:getctag"]), depth=0))[path]["props"]
+        self.assertNotEqual(newctag["{http://calendarserver.org/ns/}getctag"].text,
+                            ctag["{http://calendarserver.org/ns/}getctag"].text)
+        self.assertEqual(self.user.put(path + "tz.ics", ev, headers={"If-Match": now.header("ETag")}).status, 204)
+
+
 if __name__ == "__main__":
     main()

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "time/civil.h"
 #include "time/tz.h"
@@ -206,6 +207,43 @@ static void test_bad_names(void **state)
     assert_non_null(tz_db_get(empty, "UTC"));
     assert_null(tz_db_get(empty, "America/New_York"));
     tz_db_free(empty);
+}
+
+/* The release named by tzdata.zi's first line, in a directory of our own. */
+static const char *version_of(const char *first_line)
+{
+    static char got[64];
+    char dir[] = "/tmp/chime-tzver-XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/tzdata.zi", dir);
+    if (first_line) {
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs(first_line, f);
+        fclose(f);
+    }
+    tz_db *db = tz_db_new(dir);
+    assert_non_null(db);
+    snprintf(got, sizeof got, "%s", tz_db_version(db));
+    tz_db_free(db);
+    unlink(path);
+    rmdir(dir);
+    return got;
+}
+
+static void test_version(void **state)
+{
+    assert_string_equal(version_of("# version 2031x\n# Rule...\n"), "2031x");
+    assert_string_equal(version_of("# version 2031x"), "2031x"); /* no newline */
+    assert_string_equal(version_of("# version 1.2-rc3 trailing\n"), "1.2-rc3");
+    assert_string_equal(version_of("# version 0123456789012345678901234567890123456789\n"),
+                        "0123456789012345678901234567890"); /* 31 at most */
+    assert_string_equal(version_of("# Version 2031x\n"), "");
+    assert_string_equal(version_of("Rule EU 1981 max - Mar lastSu 1u 1 S\n"), "");
+    assert_string_equal(version_of(""), "");
+    assert_string_equal(version_of(NULL), ""); /* no tzdata.zi */
+    /* The system's own data names a release. */
+    assert_true(strlen(tz_db_version(*state)) > 0);
 }
 
 static void test_cached_once(void **state)
@@ -470,6 +508,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_utc_and_floating, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cached_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_version, setup, teardown),
         cmocka_unit_test_setup_teardown(test_footer_only_zone, setup, teardown),
         cmocka_unit_test(test_footer_forms),
         cmocka_unit_test(test_malformed_files),
