@@ -15,20 +15,24 @@
  * connection -- what browsers and libcurl do. The receiver deduplicates
  * on its delivery id should the first have been processed after all.
  *
- * Names resolve on h2o's DNS thread; the addresses are kept for
- * HC_DNS_TTL_MS, without the refused ones. Connecting tries them in turn.
+ * Names resolve on a thread of their own, one a lookup (an origin looks
+ * a name up at most once per HC_DNS_TTL_MS; a slow name holds up no
+ * other); the addresses are kept for HC_DNS_TTL_MS, without the refused
+ * ones. Connecting tries them in turn.
  *
  * h2o's multithread send still touches the queue after the message is on
- * it (the receiver's links, then the pipe that wakes the loop), so our
- * sends hold mu throughout, and the loop unmakes the queue only after it
- * has taken the stop message and, under mu, found nothing outstanding:
- * no send of ours is then under way, nor can one start. (h2o's DNS thread
- * sends its answers without mu; one taken on another's wakeup can still
- * be writing the pipe as the loop closes it.) */
+ * it (the receiver's links, then the pipe that wakes the loop), so every
+ * send -- posts, the stop, lookups' answers -- holds mu throughout, and
+ * the loop unmakes the queue only after it has taken the stop message
+ * and every answer, and then taken mu: no send is then under way, nor
+ * can one start. (h2o's own DNS threads, used before, sent their answers
+ * without mu: one taken on another's wakeup could still be writing the
+ * pipe as the loop closed it.) */
 #define _GNU_SOURCE
 #include "net/hclient.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <h2o.h>
 #include <netdb.h>
 #include <openssl/ssl.h>
@@ -102,7 +106,7 @@ struct hc_origin {
     int naddrs;
     char refused[64]; /* the first address refused, for the error */
     int64_t addrs_until;
-    h2o_hostinfo_getaddr_req_t *lookup;
+    bool lookup;  /* a lookup's answer is to come */
     bool running; /* in origin_run */
 };
 
@@ -484,12 +488,43 @@ static void origin_addrs(hc_origin *o, const struct addrinfo *res)
     o->addrs_until = (int64_t)h2o_now(c->loop) + HC_DNS_TTL_MS;
 }
 
-static void on_lookup(h2o_hostinfo_getaddr_req_t *req, const char *err, struct addrinfo *res, void *data)
+/* A name being looked up, on its own thread; then the answer, a message
+ * to the loop. */
+typedef struct hc_lookup {
+    h2o_multithread_message_t msg; /* first: the queue links through it */
+    hclient *c;
+    hc_origin *o;
+    char host[HC_HOST_MAX], port[6];
+    int rc; /* getaddrinfo's */
+    struct addrinfo *res;
+} hc_lookup;
+
+static void lookup_answer(hc_lookup *l)
 {
-    hc_origin *o = data;
-    o->lookup = NULL;
+    hclient *c = l->c;
+    pthread_mutex_lock(&c->mu); /* see the top: nothing of c is touched after */
+    h2o_multithread_send_message(&c->dns_rx, &l->msg);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void *lookup_main(void *p)
+{
+    hc_lookup *l = p;
+    base_thread_name("webhooks-dns");
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_protocol = IPPROTO_TCP,
+                             .ai_flags = AI_ADDRCONFIG | AI_NUMERICSERV};
+    l->rc = getaddrinfo(l->host, l->port, &hints, &l->res);
+    lookup_answer(l);
+    return NULL;
+}
+
+static void on_lookup(hc_lookup *l)
+{
+    hc_origin *o = l->o;
+    const char *err = l->rc == 0 ? NULL : l->rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(l->rc);
+    o->lookup = false;
     o->c->lookups--;
-    if (!err) origin_addrs(o, res);
+    if (!err) origin_addrs(o, l->res);
     hc_conn *k = o->conns;
     while (k) {
         hc_conn *next = k->next;
@@ -499,6 +534,40 @@ static void on_lookup(h2o_hostinfo_getaddr_req_t *req, const char *err, struct a
         }
         k = next; /* (a failed connection only runs the origin, which adds new ones at the front) */
     }
+}
+
+static void on_dns(h2o_multithread_receiver_t *rx, h2o_linklist_t *messages)
+{
+    while (!h2o_linklist_is_empty(messages)) {
+        hc_lookup *l = H2O_STRUCT_FROM_MEMBER(hc_lookup, msg.link, messages->next);
+        h2o_linklist_unlink(&l->msg.link);
+        on_lookup(l);
+        if (l->res) freeaddrinfo(l->res);
+        free(l);
+    }
+}
+
+/* Starts looking o's name up; its answer comes to on_dns. */
+static void origin_lookup(hc_origin *o)
+{
+    hclient *c = o->c;
+    hc_lookup *l = calloc(1, sizeof *l);
+    if (!l) return; /* the request times out */
+    l->c = c;
+    l->o = o;
+    snprintf(l->host, sizeof l->host, "%s", o->to.host);
+    snprintf(l->port, sizeof l->port, "%s", o->to.port);
+    o->lookup = true;
+    c->lookups++;
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    if (pthread_create(&t, &attr, lookup_main, l) != 0) {
+        l->rc = EAI_AGAIN;
+        lookup_answer(l); /* answered on the next turn of the loop, as any other */
+    }
+    pthread_attr_destroy(&attr);
 }
 
 /* Opens a connection for r: from the addresses known, or after a lookup. */
@@ -522,10 +591,7 @@ static void origin_open(hc_origin *o, hc_req *r)
     if ((int64_t)h2o_now(c->loop) < o->addrs_until) {
         conn_connect(k);
     } else if (!o->lookup) {
-        c->lookups++;
-        o->lookup = h2o_hostinfo_getaddr(&c->dns_rx, h2o_iovec_init(o->to.host, strlen(o->to.host)),
-                                         h2o_iovec_init(o->to.port, strlen(o->to.port)), AF_UNSPEC, SOCK_STREAM,
-                                         IPPROTO_TCP, AI_ADDRCONFIG | AI_NUMERICSERV, on_lookup, o);
+        origin_lookup(o);
     }
 }
 
@@ -635,7 +701,7 @@ static bool loop_setup(hclient *c)
     h2o_timeout_init(c->loop, &c->sweep_timeout, HC_SWEEP_MS);
     c->queue = h2o_multithread_create_queue(c->loop);
     h2o_multithread_register_receiver(c->queue, &c->submit_rx, on_submit);
-    h2o_multithread_register_receiver(c->queue, &c->dns_rx, h2o_hostinfo_getaddr_receiver);
+    h2o_multithread_register_receiver(c->queue, &c->dns_rx, on_dns);
     h2o_multithread_register_receiver(c->queue, &c->stop_rx, on_stop);
     c->sweep.cb = on_sweep;
     h2o_timeout_link(c->loop, &c->sweep_timeout, &c->sweep);

@@ -393,6 +393,31 @@ static void test_lookup_failure(void **state)
     hclient_free(c);
 }
 
+/* A client freed while its names are being looked up waits for their
+ * answers (each lookup's thread answers under the client's lock, so no
+ * answer is still being sent when the loop unmakes its queue), then
+ * answers every request, many times over with lookups of names that
+ * resolve and names that fail. */
+static void test_free_during_lookups(void **state)
+{
+    enum { ROUNDS = 40 };
+    for (int i = 0; i < ROUNDS; i++) {
+        hclient *c = open_client(5000, 2);
+        answer ok, bad;
+        answer_init(&ok);
+        answer_init(&bad);
+        char url[128];
+        url_of(url, sizeof url, false, "localhost", "/ok");
+        assert_int_equal(hclient_post(c, url, NULL, "{}", 2, on_answer, &ok), 0);
+        assert_int_equal(hclient_post(c, "http://no-such-host.invalid/x", NULL, "{}", 2, on_answer, &bad), 0);
+        hclient_free(c);
+        assert_int_equal(ok.calls, 1);
+        assert_int_equal(ok.status, 200);
+        assert_int_equal(bad.calls, 1);
+        if (!strstr(bad.error, "cannot resolve no-such-host.invalid")) fail_msg("%s", bad.error);
+    }
+}
+
 /* More requests to one origin than it may have connections: the rest
  * wait their turn (three rounds of 300 ms), each with its whole timeout,
  * while another origin's request goes past them. */
@@ -539,6 +564,7 @@ int main(void)
         cmocka_unit_test(test_refused_addresses),
         cmocka_unit_test(test_connect_failure),
         cmocka_unit_test(test_lookup_failure),
+        cmocka_unit_test(test_free_during_lookups),
         cmocka_unit_test(test_per_origin_limit),
         cmocka_unit_test(test_free_waits_for_requests),
         cmocka_unit_test(test_free_with_a_slow_stop_message),
