@@ -22,7 +22,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/base.h"
 
@@ -95,13 +94,8 @@ static visible_batch *visible_take(notify_visible *v, int64_t xmin, int64_t now)
 
 static void tick_wait(notify_visible *v)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += NOTIFY_VISIBLE_TICK_MS * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    int64_t wake = base_now_ms() + NOTIFY_VISIBLE_TICK_MS; /* cv's clock: realtime, as the engine's */
+    struct timespec ts = {.tv_sec = wake / 1000, .tv_nsec = (wake % 1000) * 1000000};
     pthread_cond_timedwait(&v->cv, &v->mu, &ts);
 }
 
