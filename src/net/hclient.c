@@ -15,10 +15,11 @@
  * connection -- what browsers and libcurl do. The receiver deduplicates
  * on its delivery id should the first have been processed after all.
  *
- * Names resolve on a thread of their own, one a lookup (an origin looks
- * a name up at most once per HC_DNS_TTL_MS; a slow name holds up no
- * other); the addresses are kept for HC_DNS_TTL_MS, without the refused
- * ones. Connecting tries them in turn.
+ * Names resolve on threads of their own, one a lookup and at most
+ * HC_LOOKUPS at once (the rest wait their turn), so a slow name holds up
+ * few others; an origin has one lookup at a time. The addresses are kept
+ * for HC_DNS_TTL_MS, without the refused ones (a name that failed is
+ * looked up again at its next request). Connecting tries them in turn.
  *
  * h2o's multithread send still touches the queue after the message is on
  * it (the receiver's links, then the pipe that wakes the loop), so every
@@ -53,6 +54,7 @@
 #define HC_HOST_MAX 260
 #define HC_MAX_ADDRS 8
 #define HC_DNS_TTL_MS 60000
+#define HC_LOOKUPS 16          /* lookup threads at once */
 #define HC_SWEEP_MS 10000      /* origins with nothing left are forgotten this often */
 
 typedef struct hc_req hc_req;
@@ -106,7 +108,8 @@ struct hc_origin {
     int naddrs;
     char refused[64]; /* the first address refused, for the error */
     int64_t addrs_until;
-    bool lookup;  /* a lookup's answer is to come */
+    bool lookup;  /* a lookup's answer is to come (or it waits its turn) */
+    hc_origin *lookup_next; /* in the client's queue of lookups waiting for a thread */
     bool running; /* in origin_run */
 };
 
@@ -122,7 +125,9 @@ struct hclient {
     h2o_timeout_entry_t sweep;
     SSL_CTX *ssl;
     hc_origin *origins[HC_BUCKETS];
-    int lookups; /* DNS answers still to come (the loop's) */
+    int lookups; /* DNS answers still to come, waiting ones too (the loop's) */
+    int lookup_threads; /* lookups running (the loop's) */
+    hc_origin *lookup_head, *lookup_tail; /* waiting for a thread (the loop's) */
     bool stop_taken; /* the loop's: the stop message arrived */
     pthread_mutex_t mu;
     pthread_cond_t cv;  /* state left HC_STARTING */
@@ -495,7 +500,8 @@ typedef struct hc_lookup {
     hclient *c;
     hc_origin *o;
     char host[HC_HOST_MAX], port[6];
-    int rc; /* getaddrinfo's */
+    int rc;        /* getaddrinfo's */
+    int sys_errno; /* its errno, for EAI_SYSTEM (errno is the thread's own) */
     struct addrinfo *res;
 } hc_lookup;
 
@@ -514,6 +520,7 @@ static void *lookup_main(void *p)
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_protocol = IPPROTO_TCP,
                              .ai_flags = AI_ADDRCONFIG | AI_NUMERICSERV};
     l->rc = getaddrinfo(l->host, l->port, &hints, &l->res);
+    if (l->rc == EAI_SYSTEM) l->sys_errno = errno;
     lookup_answer(l);
     return NULL;
 }
@@ -521,7 +528,7 @@ static void *lookup_main(void *p)
 static void on_lookup(hc_lookup *l)
 {
     hc_origin *o = l->o;
-    const char *err = l->rc == 0 ? NULL : l->rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(l->rc);
+    const char *err = l->rc == 0 ? NULL : l->rc == EAI_SYSTEM ? strerror(l->sys_errno) : gai_strerror(l->rc);
     o->lookup = false;
     o->c->lookups--;
     if (!err) origin_addrs(o, l->res);
@@ -536,38 +543,65 @@ static void on_lookup(hc_lookup *l)
     }
 }
 
+static void lookup_start(hc_origin *o);
+
 static void on_dns(h2o_multithread_receiver_t *rx, h2o_linklist_t *messages)
 {
+    hclient *c = H2O_STRUCT_FROM_MEMBER(hclient, dns_rx, rx);
     while (!h2o_linklist_is_empty(messages)) {
         hc_lookup *l = H2O_STRUCT_FROM_MEMBER(hc_lookup, msg.link, messages->next);
         h2o_linklist_unlink(&l->msg.link);
+        c->lookup_threads--;
         on_lookup(l);
         if (l->res) freeaddrinfo(l->res);
         free(l);
     }
+    while (c->lookup_head && c->lookup_threads < HC_LOOKUPS) {
+        hc_origin *o = c->lookup_head;
+        c->lookup_head = o->lookup_next;
+        if (!c->lookup_head) c->lookup_tail = NULL;
+        o->lookup_next = NULL;
+        lookup_start(o);
+    }
 }
 
-/* Starts looking o's name up; its answer comes to on_dns. */
-static void origin_lookup(hc_origin *o)
+/* Looks o's name up on a thread of its own; the answer comes to on_dns. */
+static void lookup_start(hc_origin *o)
 {
     hclient *c = o->c;
     hc_lookup *l = calloc(1, sizeof *l);
-    if (!l) return; /* the request times out */
+    if (!l) { /* the requests time out */
+        o->lookup = false;
+        c->lookups--;
+        return;
+    }
     l->c = c;
     l->o = o;
     snprintf(l->host, sizeof l->host, "%s", o->to.host);
     snprintf(l->port, sizeof l->port, "%s", o->to.port);
-    o->lookup = true;
-    c->lookups++;
+    c->lookup_threads++;
     pthread_t t;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     if (pthread_create(&t, &attr, lookup_main, l) != 0) {
-        l->rc = EAI_AGAIN;
-        lookup_answer(l); /* answered on the next turn of the loop, as any other */
+        l->rc = EAI_SYSTEM;
+        l->sys_errno = EAGAIN; /* "Resource temporarily unavailable": no thread */
+        lookup_answer(l);      /* answered on the next turn of the loop, as any other */
     }
     pthread_attr_destroy(&attr);
+}
+
+/* Starts looking o's name up, or queues it behind HC_LOOKUPS others. */
+static void origin_lookup(hc_origin *o)
+{
+    hclient *c = o->c;
+    o->lookup = true;
+    c->lookups++;
+    if (c->lookup_threads < HC_LOOKUPS) return lookup_start(o);
+    if (c->lookup_tail) c->lookup_tail->lookup_next = o;
+    else c->lookup_head = o;
+    c->lookup_tail = o;
 }
 
 /* Opens a connection for r: from the addresses known, or after a lookup. */

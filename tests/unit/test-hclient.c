@@ -11,7 +11,9 @@
 #include "testutil.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <h2o.h>
+#include <netdb.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -418,6 +420,73 @@ static void test_free_during_lookups(void **state)
     }
 }
 
+/* The C library's getaddrinfo, seen through this program's: "esys.test"
+ * fails with EAI_SYSTEM and errno EMFILE; "slow-N.test" takes 200 ms
+ * (counting how many are under way at once) and then is not found. */
+static int (*real_getaddrinfo)(const char *, const char *, const struct addrinfo *, struct addrinfo **);
+static pthread_once_t real_gai_once = PTHREAD_ONCE_INIT;
+static atomic_int slow_now, slow_most;
+
+static void real_gai_find(void)
+{
+    real_getaddrinfo = (int (*)(const char *, const char *, const struct addrinfo *, struct addrinfo **))dlsym(
+        RTLD_NEXT, "getaddrinfo");
+    if (!real_getaddrinfo) abort();
+}
+
+int getaddrinfo(const char *node, const char *service, const struct addrinfo *hints, struct addrinfo **res)
+{
+    pthread_once(&real_gai_once, real_gai_find);
+    if (node && strcmp(node, "esys.test") == 0) {
+        errno = EMFILE;
+        return EAI_SYSTEM;
+    }
+    if (node && strncmp(node, "slow-", 5) == 0) {
+        int now = atomic_fetch_add(&slow_now, 1) + 1, most = atomic_load(&slow_most);
+        while (now > most && !atomic_compare_exchange_weak(&slow_most, &most, now)) {
+        }
+        nap_ms(200);
+        atomic_fetch_sub(&slow_now, 1);
+        return EAI_NONAME;
+    }
+    return real_getaddrinfo(node, service, hints, res);
+}
+
+/* A lookup's EAI_SYSTEM names the lookup thread's errno, not the loop's. */
+static void test_lookup_system_error(void **state)
+{
+    hclient *c = open_client(5000, 2);
+    answer a;
+    answer_init(&a);
+    assert_int_equal(hclient_post(c, "http://esys.test/x", NULL, "{}", 2, on_answer, &a), 0);
+    answer_wait(&a);
+    if (!strstr(a.error, "cannot resolve esys.test: Too many open files")) fail_msg("%s", a.error);
+    hclient_free(c);
+}
+
+/* At most 16 lookups run at once; the rest wait their turn, and every
+ * request is answered. */
+static void test_lookups_bounded(void **state)
+{
+    enum { N = 40 };
+    static answer a[N];
+    hclient *c = open_client(10000, 2);
+    atomic_store(&slow_most, 0);
+    for (int i = 0; i < N; i++) {
+        char url[64];
+        snprintf(url, sizeof url, "http://slow-%d.test/x", i);
+        answer_init(&a[i]);
+        assert_int_equal(hclient_post(c, url, NULL, "{}", 2, on_answer, &a[i]), 0);
+    }
+    for (int i = 0; i < N; i++) {
+        answer_wait(&a[i]);
+        if (!strstr(a[i].error, "cannot resolve slow-")) fail_msg("%d: %s", i, a[i].error);
+    }
+    int most = atomic_load(&slow_most);
+    if (most < 8 || most > 16) fail_msg("%d lookups at once", most);
+    hclient_free(c);
+}
+
 /* More requests to one origin than it may have connections: the rest
  * wait their turn (three rounds of 300 ms), each with its whole timeout,
  * while another origin's request goes past them. */
@@ -565,6 +634,8 @@ int main(void)
         cmocka_unit_test(test_connect_failure),
         cmocka_unit_test(test_lookup_failure),
         cmocka_unit_test(test_free_during_lookups),
+        cmocka_unit_test(test_lookup_system_error),
+        cmocka_unit_test(test_lookups_bounded),
         cmocka_unit_test(test_per_origin_limit),
         cmocka_unit_test(test_free_waits_for_requests),
         cmocka_unit_test(test_free_with_a_slow_stop_message),
