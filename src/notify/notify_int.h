@@ -237,7 +237,7 @@ notify_visible *notify_visible_start(const char *db_url, notify_inbox_fn fn, voi
 /* Queues n items (their xid set), moving their summaries. false when out
  * of memory (nothing moved). */
 bool notify_visible_put(notify_visible *v, notify_inbox_item *items, size_t n);
-/* Stops the thread; what still waits is dropped (the rows are listed). */
+/* Stops the thread; what still waits goes to the listener at once. */
 void notify_visible_stop(notify_visible *v);
 
 #endif

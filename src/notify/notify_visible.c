@@ -16,8 +16,11 @@
  * A frame is a hint that carries its item: a transaction left open for
  * long (which stalls every inbox in the cluster) must not stall the
  * frames too, so a batch goes out after NOTIFY_VISIBLE_MAX_MS whatever
- * xmin says, and at once if the connection cannot be had. What still
- * waits at a stop is dropped: the rows are in the inbox. */
+ * xmin says, and at once while the database cannot be asked (tried again
+ * a second later; the connection's connect and statement timeouts are
+ * short, so a database gone quiet holds frames a few seconds at most).
+ * What still waits at a stop goes out then: a clean stop delivers what
+ * its node claimed first, and the hub is still up. */
 #include "notify/notify_int.h"
 
 #include <stdlib.h>
@@ -27,13 +30,14 @@
 
 #define NOTIFY_VISIBLE_TICK_MS 2
 #define NOTIFY_VISIBLE_MAX_MS 2000
+#define NOTIFY_VISIBLE_RETRY_MS 1000 /* after a failed look */
 
 typedef struct visible_batch {
     struct visible_batch *next;
     notify_inbox_item *items; /* owned, summaries too */
     size_t n;
     int64_t xid;      /* the highest of its rows' */
-    int64_t until_ms; /* out by then whatever xmin says */
+    int64_t until_ms; /* out by then (monotonic) whatever xmin says */
 } visible_batch;
 
 struct notify_visible {
@@ -41,6 +45,7 @@ struct notify_visible {
     notify_inbox_fn fn;
     void *arg;
     store *db; /* the thread's; NULL until opened, or after a failure */
+    int64_t retry_ms; /* monotonic: no look before then (after a failure) */
     pthread_t thread;
     pthread_mutex_t mu; /* guards below */
     pthread_cond_t cv;
@@ -57,18 +62,31 @@ static void batch_free(visible_batch *b)
 /* The oldest running transaction's xid as a fresh snapshot sees it, or
  * -1 when it cannot be read (the connection is dropped and opened again
  * on the next look). */
-static int64_t visible_xmin(notify_visible *v)
+static int64_t visible_xmin(notify_visible *v, int64_t now)
 {
     char err[256];
-    if (!v->db && !(v->db = store_open(v->db_url, err, sizeof err))) return -1;
+    if (now < v->retry_ms) return -1;
+    if (!v->db && (v->db = store_open(v->db_url, err, sizeof err)) &&
+        store_exec(v->db, "SET statement_timeout = 1000") != STORE_OK) {
+        snprintf(err, sizeof err, "%s", store_errmsg(v->db));
+        store_close(v->db);
+        v->db = NULL;
+    }
     int64_t xmin = -1;
-    if (store_query_int64(v->db, "SELECT CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS BIGINT)",
-                          &xmin) == STORE_ROW)
+    if (v->db && store_query_int64(v->db, "SELECT CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS text) AS "
+                                          "BIGINT)", &xmin) == STORE_ROW)
         return xmin;
-    log_warn("reminders: cannot read the snapshot's xmin for the reminder frames: %s", store_errmsg(v->db));
+    log_warn("reminders: cannot read the snapshot's xmin for the reminder frames (they go out at once for a "
+             "second): %s", v->db ? store_errmsg(v->db) : err);
     store_close(v->db);
     v->db = NULL;
+    v->retry_ms = now + NOTIFY_VISIBLE_RETRY_MS;
     return -1;
+}
+
+static int64_t mono_ms(void)
+{
+    return base_mono_ns() / 1000000;
 }
 
 /* Unlinks, under mu, the batches that may go now: listable, waited
@@ -110,9 +128,9 @@ static void *visible_main(void *arg)
             continue;
         }
         pthread_mutex_unlock(&v->mu);
-        int64_t xmin = visible_xmin(v);
+        int64_t xmin = visible_xmin(v, mono_ms());
         pthread_mutex_lock(&v->mu);
-        visible_batch *ready = visible_take(v, xmin, base_now_ms());
+        visible_batch *ready = visible_take(v, xmin, mono_ms());
         pthread_mutex_unlock(&v->mu);
         for (visible_batch *b = ready, *next; b; b = next) {
             next = b->next;
@@ -126,10 +144,20 @@ static void *visible_main(void *arg)
     return NULL;
 }
 
+/* The database URL with a short connect timeout of its own (a later
+ * keyword wins in libpq's URIs). */
+static char *visible_url(const char *db_url)
+{
+    size_t n = strlen(db_url) + 32;
+    char *url = malloc(n);
+    if (url) snprintf(url, n, "%s%cconnect_timeout=2", db_url, strchr(db_url, '?') ? '&' : '?');
+    return url;
+}
+
 notify_visible *notify_visible_start(const char *db_url, notify_inbox_fn fn, void *arg)
 {
     notify_visible *v = calloc(1, sizeof *v);
-    if (!v || !(v->db_url = strdup(db_url))) {
+    if (!v || !(v->db_url = visible_url(db_url))) {
         free(v);
         return NULL;
     }
@@ -163,7 +191,7 @@ bool notify_visible_put(notify_visible *v, notify_inbox_item *items, size_t n)
     }
     b->items = copy;
     b->n = n;
-    b->until_ms = base_now_ms() + NOTIFY_VISIBLE_MAX_MS;
+    b->until_ms = mono_ms() + NOTIFY_VISIBLE_MAX_MS;
     pthread_mutex_lock(&v->mu);
     *v->tail = b;
     v->tail = &b->next;
@@ -182,6 +210,7 @@ void notify_visible_stop(notify_visible *v)
     pthread_join(v->thread, NULL);
     while (v->head) {
         visible_batch *next = v->head->next;
+        v->fn(v->arg, v->head->items, v->head->n);
         batch_free(v->head);
         v->head = next;
     }

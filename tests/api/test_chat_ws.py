@@ -419,8 +419,28 @@ class TestReminderFrameListable(ServerTest):
     transaction has ended (its cursor never passes a row being written).
     The reminder frame waits for that, so a client that re-reads its inbox
     on the frame finds the row; but not for more than 2 s, since the frame
-    carries its item and a transaction left open must not stall pushes."""
-    server_args = ("--reminder-window", "1000")
+    carries its item and a transaction left open must not stall pushes;
+    and a clean stop sends what still waits. The transactions held open
+    here hold back every inbox of their cluster, so the class has a
+    PostgreSQL of its own (the other test files share one)."""
+    server_args = ("--reminder-window", "1500")
+
+    @classmethod
+    def setUpClass(cls):
+        from chime import ROOT, TMP
+        import tempfile
+        cls.pgdir = tempfile.mkdtemp(prefix="pg-", dir=TMP)
+        cls.url = subprocess.run([os.path.join(ROOT, "scripts/pg.sh"), "start", cls.pgdir], check=True,
+                                 stdout=subprocess.PIPE, text=True).stdout.strip()
+        cls.server = Server(db=cls.url, args=cls.server_args).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        from chime import ROOT
+        try:
+            super().tearDownClass()
+        finally:
+            subprocess.run([os.path.join(ROOT, "scripts/pg.sh"), "stop", cls.pgdir], check=False)
 
     @staticmethod
     def end(p):
@@ -441,29 +461,38 @@ class TestReminderFrameListable(ServerTest):
         self.assertEqual(p.stdout.readline().strip(), "t")
         return p
 
-    def reminder(self, token, start):
-        from test_reminders import iso
+    def commit(self, p):
+        p.stdin.write("COMMIT;\n")
+        p.stdin.close()
+        self.assertEqual(p.wait(timeout=10), 0)
+
+    def reminder(self, token):
+        """A push reminder due at a whole second 2-3 s from now; its time."""
+        from test_reminders import iso, soon
+        start = soon(2)
         r = self.server.post("/v1/events", {"summary": "s", "start": {"date_time": iso(start)},
                                             "end": {"date_time": iso(start + 60)},
                                             "reminders": [{"method": "push", "minutes_before": 0}]}, token=token)
         self.assertEqual(r.status, 201, r)
+        return start
+
+    def until(self, t):
+        time.sleep(max(0, t - time.time()))
 
     def test_frame_waits_for_an_older_transaction(self):
-        from test_reminders import soon
         (a, ta), = (self.server.new_user(),)
         ws = self.server.ws(ta)
+        self.addCleanup(ws.close)
         ws.recv()
-        start = soon(2)
-        self.reminder(ta, start)
+        start = self.reminder(ta)
+        self.until(start - 0.3)
         slow = self.hold_xid()  # older than the delivering transaction
-        time.sleep(max(0, start - time.time()) + 0.8)
+        self.until(start + 0.8)
         self.assertEqual(self.server.get("/v1/notifications", token=ta).json["items"], [])
         early = frames(ws, lambda f: f.get("type") == "reminder", timeout=0.1)
         self.assertEqual([f for f in early if f.get("type") == "reminder"], [])
         ended = time.time()
-        slow.stdin.write("COMMIT;\n")
-        slow.stdin.close()
-        self.assertEqual(slow.wait(timeout=10), 0)
+        self.commit(slow)
         got = frames(ws, lambda f: f.get("type") == "reminder", timeout=5)
         self.assertTrue(got and got[-1]["type"] == "reminder", got)
         self.assertLess(time.time() - ended, 0.5)
@@ -471,19 +500,41 @@ class TestReminderFrameListable(ServerTest):
         self.assertEqual([i["delivery_id"] for i in inbox], [got[-1]["delivery_id"]])
 
     def test_an_open_transaction_holds_a_frame_2_s_at_most(self):
-        from test_reminders import ms_of, soon
+        from test_reminders import ms_of
         (a, ta), = (self.server.new_user(),)
         ws = self.server.ws(ta)
+        self.addCleanup(ws.close)
         ws.recv()
-        start = soon(2)
-        self.reminder(ta, start)
-        self.hold_xid()  # left open past the test
+        start = self.reminder(ta)
+        self.until(start - 0.3)
+        slow = self.hold_xid()
         got = frames(ws, lambda f: f.get("type") == "reminder", timeout=start - time.time() + 5)
         self.assertTrue(got and got[-1]["type"] == "reminder", got)
         late = time.time() * 1000 - ms_of(got[-1]["due"])
         self.assertGreater(late, 1900)
         self.assertLess(late, 3500)
         self.assertEqual(self.server.get("/v1/notifications", token=ta).json["items"], [])
+        self.commit(slow)
+        self.assertEqual(len(self.server.get("/v1/notifications", token=ta).json["items"]), 1)
+
+    def test_a_clean_stop_sends_the_frames_it_holds(self):
+        (a, ta), = (self.server.new_user(),)
+        ws = self.server.ws(ta)
+        self.addCleanup(ws.close)
+        ws.recv()
+        start = self.reminder(ta)  # claimed 1.5 s ahead; a clean stop delivers it at its time
+        self.until(start - 0.7)
+        slow = self.hold_xid()
+        self.assertEqual(self.server.stop(), 0)
+        try:
+            got = frames(ws, lambda f: f.get("type") == "reminder", timeout=2)
+        except websocket.WebSocketConnectionClosedException:
+            got = []  # closed with no frame
+        self.commit(slow)
+        type(self).server = Server(db=self.url, args=self.server_args).start()
+        self.assertTrue(got and got[-1]["type"] == "reminder", got)
+        items = self.server.get("/v1/notifications", token=ta).json["items"]
+        self.assertEqual([i["delivery_id"] for i in items], [got[-1]["delivery_id"]])
 
 
 class TestVanished(ServerTest):
