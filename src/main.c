@@ -133,7 +133,8 @@ static int cmd_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    a->tz = tz_db_new(getenv("TZDIR")); /* as the C library reads it; NULL: the system's */
+    const char *tzdir = getenv("TZDIR"); /* as the C library reads it: unset or empty, the system's */
+    a->tz = tz_db_new(tzdir && tzdir[0] ? tzdir : NULL);
     if (a->tz && app_channels_start(a) != 0) {
         tz_db_free(a->tz);
         app_identity_release(a);

@@ -24,11 +24,27 @@ caldav_ctx caldav_ctx_of(caldav_http *dav, http_req *r)
     caldav_ctx c = {.r = r, .dav = dav, .db = store_pool_at(dav->cal->dbs, r->loop), .tz = dav->cal->tz,
                     .me = r->user_id};
     base_id_format(c.me, c.me_hex);
-    const char *v = tz_db_version(c.tz);
-    char h[65];
-    base_sha256_hex(v, strlen(v), h);
-    snprintf(c.zone_tag, sizeof c.zone_tag, "%.8s", h);
+    memcpy(c.zone_tag, dav->zone_tag, sizeof c.zone_tag);
     return c;
+}
+
+/* The zone data's fingerprint: the SHA-256 of tzdata.zi, the whole of
+ * the data in one file (so a distribution's patch that keeps the
+ * release's name changes it too), or of the release's name when the
+ * file cannot be read. Read once, at start, as the zones' release is. */
+static void zone_tag_of(tz_db *tz, char out[9])
+{
+    enum { ZI_MAX = 4 << 20 };
+    char path[4096], h[65];
+    snprintf(path, sizeof path, "%s/tzdata.zi", tz_db_dir(tz));
+    FILE *f = fopen(path, "rb");
+    char *buf = f ? malloc(ZI_MAX) : NULL;
+    size_t n = buf ? fread(buf, 1, ZI_MAX, f) : 0;
+    if (f) fclose(f);
+    if (n > 0) base_sha256_hex(buf, n, h);
+    else base_sha256_hex(tz_db_version(tz), strlen(tz_db_version(tz)), h);
+    free(buf);
+    snprintf(out, 9, "%.8s", h);
 }
 
 void caldav_etag(const caldav_ctx *c, const char *stored, char out[CALDAV_ETAG_MAX])
@@ -216,10 +232,25 @@ const char *caldav_href_member(caldav_ctx *c, const caldav_target *t, const char
 
 /* ---- conditional requests ------------------------------------------------ */
 
-/* Does an If-Match / If-None-Match list name the etag (ours, unquoted)? */
-static bool etag_listed(http_str h, const char *etag)
+/* Is [p, q) the quoted ETag "<stored>-<tag>" -- with any_tag, under any
+ * zone tag? */
+static bool etag_is(const char *p, const char *q, const char *stored, const char *tag, bool any_tag)
 {
-    size_t n = strlen(etag);
+    size_t n = strlen(stored), t = strlen(tag);
+    if ((size_t)(q - p) != n + t + 3 || p[0] != '"' || q[-1] != '"' || memcmp(p + 1, stored, n) != 0 ||
+        p[n + 1] != '-')
+        return false;
+    const char *g = p + n + 2;
+    if (!any_tag) return memcmp(g, tag, t) == 0;
+    for (size_t i = 0; i < t; i++)
+        if (!((g[i] >= '0' && g[i] <= '9') || (g[i] >= 'a' && g[i] <= 'f'))) return false;
+    return true;
+}
+
+/* Does an If-Match / If-None-Match list name the resource's ETag (see
+ * etag_is)? */
+static bool etag_listed(http_str h, const char *stored, const char *tag, bool any_tag)
+{
     const char *p = h.ptr, *end = h.ptr + h.len;
     while (p < end) {
         while (p < end && (*p == ' ' || *p == ',')) p++;
@@ -228,7 +259,7 @@ static bool etag_listed(http_str h, const char *etag)
         if (!stop) stop = end;
         const char *q = stop;
         while (q > p && q[-1] == ' ') q--;
-        if ((size_t)(q - p) == n + 2 && p[0] == '"' && q[-1] == '"' && memcmp(p + 1, etag, n) == 0) return true;
+        if (etag_is(p, q, stored, tag, any_tag)) return true;
         p = stop;
     }
     return false;
@@ -241,14 +272,20 @@ static bool is_star(http_str h)
     return h.len == 1 && h.ptr[0] == '*';
 }
 
+/* A write's conditions name the event's state: an ETag of the same
+ * stored etag under an older zone tag still matches, so a tzdata update
+ * alone (which changes the bytes, not the event) does not refuse with
+ * 412 the edit a client made on the bytes it had. */
 bool caldav_preconditions(caldav_ctx *c, bool exists, const char *stored)
 {
     char etag[CALDAV_ETAG_MAX];
     caldav_etag(c, exists ? stored : "", etag);
     http_str h;
     bool ok = true;
-    if (http_header(c->r, "if-match", &h)) ok = exists && (is_star(h) || etag_listed(h, etag));
-    if (ok && http_header(c->r, "if-none-match", &h)) ok = !exists || (!is_star(h) && !etag_listed(h, etag));
+    if (http_header(c->r, "if-match", &h))
+        ok = exists && (is_star(h) || etag_listed(h, stored, c->zone_tag, true));
+    if (ok && http_header(c->r, "if-none-match", &h))
+        ok = !exists || (!is_star(h) && !etag_listed(h, stored, c->zone_tag, true));
     if (!ok)
         caldav_send_error(c, 412, NULL, NULL, exists ? "the resource changed (its ETag is \"%s\")" : "%s",
                           exists ? etag : "the resource is not there");
@@ -258,10 +295,8 @@ bool caldav_preconditions(caldav_ctx *c, bool exists, const char *stored)
 /* GET's If-None-Match: true when the client's copy is current (304). */
 bool caldav_not_modified(caldav_ctx *c, const char *stored)
 {
-    char etag[CALDAV_ETAG_MAX];
-    caldav_etag(c, stored, etag);
     http_str h;
-    return http_header(c->r, "if-none-match", &h) && (is_star(h) || etag_listed(h, etag));
+    return http_header(c->r, "if-none-match", &h) && (is_star(h) || etag_listed(h, stored, c->zone_tag, false));
 }
 
 /* ---- routes -------------------------------------------------------------- */
@@ -350,6 +385,9 @@ static void on_resource_write(http_req *r, void *arg)
 
 void caldav_http_register(caldav_http *c, http_server *s)
 {
+    zone_tag_of(c->cal->tz, c->zone_tag);
+    log_info("caldav: zone data %s, tag %s (in every ETag and sync token)",
+             tz_db_version(c->cal->tz)[0] ? tz_db_version(c->cal->tz) : "of no named release", c->zone_tag);
     const unsigned B = HTTP_ROUTE_BASIC;
     static const char *const paths[] = {"/", "/dav", "/dav/principals/{user}", "/dav/calendars/{user}",
                                         "/dav/calendars/{user}/{calendar}",

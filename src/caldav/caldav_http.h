@@ -27,6 +27,7 @@
 typedef struct caldav_http {
     cal_http *cal;        /* borrowed: the calendar's pool, zones and change hook */
     int64_t max_resource; /* largest iCalendar body a PUT may send (--max-body) */
+    char zone_tag[9];     /* set by caldav_http_register: see caldav_ctx */
 } caldav_http;
 
 /* Readies libxml2: call once on the main thread, before the server starts. */

@@ -25,9 +25,9 @@ typedef struct caldav_ctx {
     tz_db *tz;
     int64_t me;
     char me_hex[17];
-    /* The zone data's release (tz_db_version), hashed: a resource's bytes
-     * hold its zones' VTIMEZONE, so its ETag, and every collection's sync
-     * token and CTag, carry this too (caldav_etag). */
+    /* The zone data's fingerprint (caldav_http.c, zone_tag_of): a
+     * resource's bytes hold its zones' VTIMEZONE, so its ETag, and every
+     * collection's sync token and CTag, carry this too (caldav_etag). */
     char zone_tag[9];
 } caldav_ctx;
 
@@ -85,8 +85,9 @@ void caldav_send_db_error(caldav_ctx *c);
  * its VTIMEZONE text is written from. */
 #define CALDAV_ETAG_MAX 40
 void caldav_etag(const caldav_ctx *c, const char *stored, char out[CALDAV_ETAG_MAX]);
-/* If-Match / If-None-Match against a resource's state (stored: the
- * event's etag); false after 412. */
+/* A write's If-Match / If-None-Match against a resource's state (stored:
+ * the event's etag; an ETag under an older zone tag names the same
+ * state); false after 412. */
 bool caldav_preconditions(caldav_ctx *c, bool exists, const char *stored);
 /* GET's If-None-Match: true when the client's copy is current (304). */
 bool caldav_not_modified(caldav_ctx *c, const char *stored);

@@ -668,6 +668,11 @@ const char *tz_db_version(const tz_db *db)
     return db->version;
 }
 
+const char *tz_db_dir(const tz_db *db)
+{
+    return db->dir;
+}
+
 void tz_db_free(tz_db *db)
 {
     if (!db) return;

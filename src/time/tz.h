@@ -34,6 +34,8 @@ tz_db *tz_db_new(const char *dir);
  * read once at tz_db_new; "" when the directory has none. Whatever is
  * written from the zones changes with it (CalDAV's ETags carry it). */
 const char *tz_db_version(const tz_db *db);
+/* The zoneinfo directory the zones are read from. */
+const char *tz_db_dir(const tz_db *db);
 void tz_db_free(tz_db *db);
 
 /* The zone named `name` ("America/New_York", "UTC", "Etc/GMT+5"), or NULL

@@ -501,10 +501,11 @@ class CalDAVSyncAcrossRestartTest(ServerTest):
         self.assertEqual(cal_id, path.rstrip("/").rsplit("/", 1)[1])
 
 
-def zoneinfo(version, berlin_from):
+def zoneinfo(version, berlin_from, extra=""):
     """A zoneinfo directory like the system's (links to its files), whose
-    tzdata.zi names `version` and whose Europe/Berlin is the system's
-    zone `berlin_from`: a tzdata release that changed Berlin's rules."""
+    tzdata.zi names `version` (then holds `extra`) and whose Europe/Berlin
+    is the system's zone `berlin_from`: a tzdata release that changed
+    Berlin's rules."""
     import os
     import tempfile
     from chime import TMP
@@ -520,7 +521,7 @@ def zoneinfo(version, berlin_from):
     with open(os.path.join(sysdir, berlin_from), "rb") as src, open(os.path.join(top, "Europe", "Berlin"), "wb") as dst:
         dst.write(src.read())
     with open(os.path.join(top, "tzdata.zi"), "w") as f:
-        f.write("# version %s\n" % version)
+        f.write("# version %s\n%s" % (version, extra))
     return top
 
 
@@ -565,8 +566,6 @@ class CalDAVZoneDataTest(ServerTest):
         self.assertEqual(self.user.dav("GET", path + "tz.ics", headers={"If-None-Match": etag}).status, 200)
         self.assertEqual(self.user.dav("GET", path + "tz.ics",
                                        headers={"If-None-Match": now.header("ETag")}).status, 304)
-        r = self.user.put(path + "tz.ics", ev, headers={"If-Match": etag})
-        self.assertEqual(r.status, 412, r)
         # The old token is refused, so a syncing client starts again and
         # is given the new ETag; the CTag moved too.
         r = self.user.dav("REPORT", path, sync_body(token))
@@ -578,7 +577,35 @@ class CalDAVZoneDataTest(ServerTest):
         newctag = multistatus(self.user.dav("PROPFIND", path, propfind(["CS:getctag"]), depth=0))[path]["props"]
         self.assertNotEqual(newctag["{http://calendarserver.org/ns/}getctag"].text,
                             ctag["{http://calendarserver.org/ns/}getctag"].text)
-        self.assertEqual(self.user.put(path + "tz.ics", ev, headers={"If-Match": now.header("ETag")}).status, 204)
+        # A write names the event's state: the ETag a client had from before
+        # the new zone data still matches (the event is unchanged), and no
+        # longer once the event changed.
+        moved = ev.replace("SUMMARY:Weekly", "SUMMARY:Weekly, edited")
+        self.assertEqual(self.user.put(path + "tz.ics", moved, headers={"If-Match": etag}).status, 204)
+        r = self.user.put(path + "tz.ics", ev, headers={"If-Match": etag})
+        self.assertEqual(r.status, 412, r)
+        r = self.user.put(path + "tz.ics", ev, headers={"If-Match": now.header("ETag")})
+        self.assertEqual(r.status, 412, r)
+        fresh = self.user.dav("GET", path + "tz.ics").header("ETag")
+        self.assertEqual(self.user.put(path + "tz.ics", ev, headers={"If-Match": fresh}).status, 204)
+
+    def test_a_patched_release_of_the_same_name_and_an_empty_tzdir(self):
+        """The tag is the whole tzdata.zi's: a distribution's patch under
+        the same release name changes it too. An empty TZDIR is the
+        system's zone data, as for the C library."""
+        self.restart(zoneinfo("2003c", "Europe/Berlin"))
+        self.user = DavUser(self.server, name="Zones")
+        cal_id, path = self.user.calendar(zone="Europe/Berlin")
+        ev = vcal(["UID:p@test", "DTSTAMP:20260101T000000Z", "DTSTART;TZID=Europe/Berlin:20261102T090000",
+                   "DTEND;TZID=Europe/Berlin:20261102T100000", "SUMMARY:Once"])
+        self.assertEqual(self.user.put(path + "p.ics", ev).status, 201)
+        etag = self.user.dav("GET", path + "p.ics").header("ETag")
+        self.restart(zoneinfo("2003c", "Europe/Berlin", extra="# a distribution's patch\n"))
+        self.assertNotEqual(self.user.dav("GET", path + "p.ics").header("ETag"), etag)
+        self.restart("")
+        r = self.user.dav("GET", path + "p.ics")
+        self.assertEqual(r.status, 200, r)
+        self.assertIn("TZOFFSETTO:+0200", r.body)  # the system's Berlin: summer time
 
 
 if __name__ == "__main__":
