@@ -654,13 +654,19 @@ static int claim_group(notify_engine *e, store *db, int gi, int64_t upto, int li
                                             : select_due_sqlite(db, lo, hi, upto, limit, rows, n);
 }
 
-/* One claim transaction: starting at group *gi, fences each held group and
- * selects its due rows, until NOTIFY_CLAIM_BATCH rows or the last group,
- * then claims them all together (claim_rows). Many small groups share one
- * commit (on SQLite the commit is the cost: every page it dirtied is
- * written again). *gi moves past the groups done; a group cut short by a
- * full batch stays next. Returns rows claimed, or < 0. */
-static int claim_tx(notify_engine *e, store *db, int *gi, int64_t upto, notify_item_buf *out, notify_claim_inbox *inbox)
+/* One claim transaction: starting at group *gi, selects each held group's
+ * due rows and fences the groups that have some, until
+ * NOTIFY_CLAIM_BATCH rows or the last group, then claims them all
+ * together (claim_rows). Many small groups share one commit (on SQLite
+ * the commit is the cost: every page it dirtied is written again). The
+ * fence follows the select: it holds the lease (its epoch still this
+ * tenure's) until the commit, so no other node can have claimed what was
+ * selected; and a group with nothing due, nearly every group of an idle
+ * node on every pass, costs one statement, not two. *gi moves past the
+ * groups done; a group cut short by a full batch stays next. Returns
+ * rows claimed, or < 0. */
+static int claim_tx(notify_engine *e, store *db, int *gi, int64_t upto, const bool *due, notify_item_buf *out,
+                    notify_claim_inbox *inbox)
 {
     static __thread notify_due_row rows[NOTIFY_CLAIM_BATCH];
     lease_hold *fenced[NOTIFY_CLAIM_BATCH];
@@ -669,22 +675,28 @@ static int claim_tx(notify_engine *e, store *db, int *gi, int64_t upto, notify_i
     int64_t now = base_now_ms();
     while (rc == STORE_OK && *gi < e->o.groups && n < NOTIFY_CLAIM_BATCH && nfenced < NOTIFY_CLAIM_BATCH) {
         notify_group *g = &e->groups[*gi];
-        if (!g->held) {
+        if (!g->held || !due[*gi]) {
             ++*gi;
             continue;
         }
-        rc = lease_hold_fence_in(db, &g->hold, g->tenure, NULL);
-        if (rc == LEASE_LOST) {
-            log_warn("reminders: lease group %d lapsed before its claim", *gi);
-            g->held = false;
-            rc = STORE_OK;
-            ++*gi;
-            continue;
-        }
-        if (rc != LEASE_OK) break;
-        fenced[nfenced++] = &g->hold;
+        int had = n;
         rc = claim_group(e, db, *gi, upto, NOTIFY_CLAIM_BATCH, rows, &n);
-        if (rc == STORE_OK && n < NOTIFY_CLAIM_BATCH) ++*gi; /* else it may have shards left */
+        if (rc != STORE_OK) break;
+        if (n > had) {
+            rc = lease_hold_fence_in(db, &g->hold, g->tenure, NULL);
+            if (rc == LEASE_LOST) {
+                log_warn("reminders: lease group %d lapsed before its claim", *gi);
+                g->held = false;
+                rows_free(rows + had, (size_t)(n - had));
+                n = had;
+                rc = STORE_OK;
+                ++*gi;
+                continue;
+            }
+            if (rc != LEASE_OK) break;
+            fenced[nfenced++] = &g->hold;
+        }
+        if (n < NOTIFY_CLAIM_BATCH) ++*gi; /* else it may have shards left */
     }
     if (rc == STORE_OK) rc = claim_rows(e, db, rows, n, now, out, inbox);
     if (rc == STORE_OK) rc = store_commit(db);
@@ -770,6 +782,53 @@ static int oldest_due(notify_engine *e, store *db, int64_t *t)
 #define NOTIFY_PASS_ROWS 4096
 #define NOTIFY_CLAIM_SPAN_MS 500
 
+/* PostgreSQL: which groups held have rows due by horizon, in one
+ * statement (a seek a shard) before the pass, so that a pass over an
+ * idle node's groups is one statement and no transaction, not a select a
+ * group in a transaction (320 statements a second on an idle node). Rows
+ * due that commit after this look wait for the next pass, as rows that
+ * commit behind a group's select always have. Only after a pass that
+ * found nothing: on a busy node the look would only repeat the selects'
+ * seeks. SQLite's selects are in-process: every held group is looked at,
+ * as before. On a failure, every group is. */
+static void groups_due(notify_engine *e, store *db, int64_t horizon, bool *due)
+{
+    for (int gi = 0; gi < e->o.groups; gi++) due[gi] = true;
+    if (store_backend_of(db) != STORE_PG || e->pass_found) return;
+    char *held = malloc((size_t)e->o.groups * 12 + 3), *p = held;
+    bool *found = calloc((size_t)e->o.groups, sizeof *found);
+    if (!held || !found) {
+        free(held);
+        free(found);
+        return;
+    }
+    *p++ = '{';
+    for (int gi = 0; gi < e->o.groups; gi++)
+        if (e->groups[gi].held) p += sprintf(p, "%s%d", p[-1] == '{' ? "" : ",", gi);
+    *p++ = '}';
+    *p = '\0';
+    store_gate_lock(&e->gate);
+    store_stmt *st = store_prepare(
+        db, "SELECT DISTINCT g.grp FROM unnest(CAST($1 AS integer[])) g(grp) CROSS JOIN LATERAL "
+            "generate_series(g.grp * CAST($2 AS integer), LEAST(g.grp * CAST($2 AS integer) + CAST($2 AS integer), "
+            "CAST($3 AS integer)) - 1) s(shard) WHERE EXISTS (SELECT 1 FROM reminders r WHERE r.shard = s.shard "
+            "AND r.next_fire_ms <= $4)");
+    store_bind_str(st, 1, held);
+    store_bind_int64(st, 2, e->per_group);
+    store_bind_int64(st, 3, e->o.shards);
+    store_bind_int64(st, 4, horizon);
+    int rc;
+    while ((rc = store_step(st)) == STORE_ROW) {
+        int64_t gi = store_col_int64(st, 0);
+        if (gi >= 0 && gi < e->o.groups) found[gi] = true;
+    }
+    store_reset(st);
+    store_gate_unlock(&e->gate);
+    if (rc == STORE_DONE) memcpy(due, found, (size_t)e->o.groups * sizeof *due);
+    free(found);
+    free(held);
+}
+
 /* One pass over the groups held: claims every row due by horizon, adding
  * their count to *claimed. False when cut short (the heap full, a claim
  * failed): the pass must be done again. */
@@ -777,16 +836,21 @@ static bool claim_pass(notify_engine *e, store *db, int64_t horizon, int64_t *ne
 {
     notify_item_buf buf = {0};
     bool whole = true;
+    bool *due = malloc((size_t)e->o.groups * sizeof *due);
+    if (!due) return false;
+    groups_due(e, db, horizon, due);
     for (int gi = 0; gi < e->o.groups;) {
         if (notify_queued(e) >= NOTIFY_HEAP_MAX || !notify_claiming(e)) {
             whole = false;
             break;
         }
         notify_heartbeat_if_due(e, db, next_beat);
+        while (gi < e->o.groups && (!e->groups[gi].held || !due[gi])) gi++;
+        if (gi >= e->o.groups) break; /* nothing (more) to claim: no empty transaction */
         scanner_yield(e);
         notify_claim_inbox inbox = {0};
         store_gate_lock(&e->gate);
-        int n = claim_tx(e, db, &gi, horizon, &buf, &inbox);
+        int n = claim_tx(e, db, &gi, horizon, due, &buf, &inbox);
         store_gate_unlock(&e->gate);
         notify_enqueue(e, buf.v, buf.n);
         buf.n = 0;
@@ -799,6 +863,8 @@ static bool claim_pass(notify_engine *e, store *db, int64_t horizon, int64_t *ne
         *claimed += n > 0 ? n : 0;
     }
     free(buf.v);
+    free(due);
+    e->pass_found = *claimed > 0;
     return whole;
 }
 

@@ -76,6 +76,7 @@ struct notify_engine {
     /* The scanner's: everything due up to here in the groups it held then
      * is claimed (INT64_MIN: not known yet). See notify_claim_all. */
     int64_t claimed_to;
+    bool pass_found; /* the scanner's: its last pass claimed something (see groups_due) */
     pthread_t scanner;
     store_checkpoint *checkpoint; /* SQLite: keeps the WAL short */
     pthread_t *workers;
