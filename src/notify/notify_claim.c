@@ -795,7 +795,9 @@ static void groups_due(notify_engine *e, store *db, int64_t horizon, bool *due)
 {
     for (int gi = 0; gi < e->o.groups; gi++) due[gi] = true;
     if (store_backend_of(db) != STORE_PG || e->pass_found) return;
-    char *held = malloc((size_t)e->o.groups * 12 + 3), *p = held;
+    /* The held groups' shards, listed: a LATERAL ... LIMIT 1 a shard is a
+     * seek a shard whatever the planner thinks of the table's size. */
+    char *held = malloc((size_t)e->o.shards * 12 + 3), *p = held;
     bool *found = calloc((size_t)e->o.groups, sizeof *found);
     if (!held || !found) {
         free(held);
@@ -804,19 +806,18 @@ static void groups_due(notify_engine *e, store *db, int64_t horizon, bool *due)
     }
     *p++ = '{';
     for (int gi = 0; gi < e->o.groups; gi++)
-        if (e->groups[gi].held) p += sprintf(p, "%s%d", p[-1] == '{' ? "" : ",", gi);
+        if (e->groups[gi].held)
+            for (int64_t s = (int64_t)gi * e->per_group; s < (int64_t)(gi + 1) * e->per_group && s < e->o.shards; s++)
+                p += sprintf(p, "%s%lld", p[-1] == '{' ? "" : ",", (long long)s);
     *p++ = '}';
     *p = '\0';
     store_gate_lock(&e->gate);
     store_stmt *st = store_prepare(
-        db, "SELECT DISTINCT g.grp FROM unnest(CAST($1 AS integer[])) g(grp) CROSS JOIN LATERAL "
-            "generate_series(g.grp * CAST($2 AS integer), LEAST(g.grp * CAST($2 AS integer) + CAST($2 AS integer), "
-            "CAST($3 AS integer)) - 1) s(shard) WHERE EXISTS (SELECT 1 FROM reminders r WHERE r.shard = s.shard "
-            "AND r.next_fire_ms <= $4)");
+        db, "SELECT DISTINCT s.shard / CAST($2 AS integer) FROM unnest(CAST($1 AS integer[])) s(shard) CROSS JOIN "
+            "LATERAL (SELECT 1 FROM reminders r WHERE r.shard = s.shard AND r.next_fire_ms <= $3 LIMIT 1) r");
     store_bind_str(st, 1, held);
     store_bind_int64(st, 2, e->per_group);
-    store_bind_int64(st, 3, e->o.shards);
-    store_bind_int64(st, 4, horizon);
+    store_bind_int64(st, 3, horizon);
     int rc;
     while ((rc = store_step(st)) == STORE_ROW) {
         int64_t gi = store_col_int64(st, 0);

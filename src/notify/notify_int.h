@@ -74,7 +74,10 @@ struct notify_engine {
     notify_group *groups;
     int per_group;
     /* The scanner's: everything due up to here in the groups it held then
-     * is claimed (INT64_MIN: not known yet). See notify_claim_all. */
+     * is claimed (INT64_MIN: not known yet), but for rows committed behind
+     * a group's select (or, on PostgreSQL, the pass's look) and groups
+     * taken in the middle of the pass: the next pass has those (its
+     * selects have no lower bound). See notify_claim_all. */
     int64_t claimed_to;
     bool pass_found; /* the scanner's: its last pass claimed something (see groups_due) */
     pthread_t scanner;
