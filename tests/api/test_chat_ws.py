@@ -479,12 +479,17 @@ class TestReminderFrameListable(ServerTest):
     def until(self, t):
         time.sleep(max(0, t - time.time()))
 
-    def test_frame_waits_for_an_older_transaction(self):
+    def online_with_a_reminder(self):
+        """A user with a WebSocket open (hello read) and a push reminder
+        due 2-3 s from now: its token, the socket, the due time."""
         (a, ta), = (self.server.new_user(),)
         ws = self.server.ws(ta)
         self.addCleanup(ws.close)
         ws.recv()
-        start = self.reminder(ta)
+        return ta, ws, self.reminder(ta)
+
+    def test_frame_waits_for_an_older_transaction(self):
+        ta, ws, start = self.online_with_a_reminder()
         self.until(start - 0.3)
         slow = self.hold_xid()  # older than the delivering transaction
         self.until(start + 0.8)
@@ -501,11 +506,7 @@ class TestReminderFrameListable(ServerTest):
 
     def test_an_open_transaction_holds_a_frame_2_s_at_most(self):
         from test_reminders import ms_of
-        (a, ta), = (self.server.new_user(),)
-        ws = self.server.ws(ta)
-        self.addCleanup(ws.close)
-        ws.recv()
-        start = self.reminder(ta)
+        ta, ws, start = self.online_with_a_reminder()
         self.until(start - 0.3)
         slow = self.hold_xid()
         got = frames(ws, lambda f: f.get("type") == "reminder", timeout=start - time.time() + 5)
@@ -518,11 +519,7 @@ class TestReminderFrameListable(ServerTest):
         self.assertEqual(len(self.server.get("/v1/notifications", token=ta).json["items"]), 1)
 
     def test_a_clean_stop_sends_the_frames_it_holds(self):
-        (a, ta), = (self.server.new_user(),)
-        ws = self.server.ws(ta)
-        self.addCleanup(ws.close)
-        ws.recv()
-        start = self.reminder(ta)  # claimed 1.5 s ahead; a clean stop delivers it at its time
+        ta, ws, start = self.online_with_a_reminder()  # claimed 1.5 s ahead; a clean stop delivers it then
         self.until(start - 0.7)
         slow = self.hold_xid()
         self.assertEqual(self.server.stop(), 0)
