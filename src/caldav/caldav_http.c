@@ -233,13 +233,13 @@ const char *caldav_href_member(caldav_ctx *c, const caldav_target *t, const char
 /* ---- conditional requests ------------------------------------------------ */
 
 /* Is [p, q) the quoted ETag "<stored>-<tag>" -- with any_tag, under any
- * zone tag? */
+ * zone tag, or under none (the ETags of the builds before the tag)? */
 static bool etag_is(const char *p, const char *q, const char *stored, const char *tag, bool any_tag)
 {
-    size_t n = strlen(stored), t = strlen(tag);
-    if ((size_t)(q - p) != n + t + 3 || p[0] != '"' || q[-1] != '"' || memcmp(p + 1, stored, n) != 0 ||
-        p[n + 1] != '-')
-        return false;
+    size_t n = strlen(stored), t = strlen(tag), len = (size_t)(q - p);
+    if (len < n + 2 || p[0] != '"' || q[-1] != '"' || memcmp(p + 1, stored, n) != 0) return false;
+    if (any_tag && len == n + 2) return true;
+    if (len != n + t + 3 || p[n + 1] != '-') return false;
     const char *g = p + n + 2;
     if (!any_tag) return memcmp(g, tag, t) == 0;
     for (size_t i = 0; i < t; i++)
@@ -273,9 +273,10 @@ static bool is_star(http_str h)
 }
 
 /* A write's conditions name the event's state: an ETag of the same
- * stored etag under an older zone tag still matches, so a tzdata update
- * alone (which changes the bytes, not the event) does not refuse with
- * 412 the edit a client made on the bytes it had. */
+ * stored etag under an older zone tag (or none, from before the tag)
+ * still matches, so a tzdata update or an upgrade alone (which change
+ * the bytes, not the event) does not refuse with 412 the edit a client
+ * made on the bytes it had. */
 bool caldav_preconditions(caldav_ctx *c, bool exists, const char *stored)
 {
     char etag[CALDAV_ETAG_MAX];

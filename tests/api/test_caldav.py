@@ -278,11 +278,28 @@ class CalDAVClientTest(ServerTest):
         self.assertEqual(self.ada.dav("GET", path, headers={"If-None-Match": etag}).status, 304)
         changed = text.replace("SUMMARY:cond@test", "SUMMARY:changed")
         self.assertEqual(self.ada.put(path, changed, {"If-Match": '"stale"'}).status, 412)
+        # Garbage and near misses of the ETag: 412, nothing written.
+        stored, tag = etag.strip('"').rsplit("-", 1)
+        for bad in ('"', '""', '"-"', etag[:-1], etag[1:], '"%s-"' % stored, '"%s-%s"' % (stored, tag.upper()),
+                    '"%s-%s"' % (stored, "g" * 8), '"%s-%s0"' % (stored, tag), '"%s-%s"' % (stored, tag[:-1]),
+                    '"%sx-%s"' % (stored, tag), '"%s"' % stored[:-1], "W/", ",,,", "x" * 5000):
+            with self.subTest(if_match=bad[:40]):
+                self.assertEqual(self.ada.put(path, changed, {"If-Match": bad}).status, 412)
+                self.assertEqual(self.ada.dav("GET", path, headers={"If-None-Match": bad}).status, 200)
+        self.assertEqual(self.ada.put(path, changed, {"If-Match": '"\x00"'}).status, 400)  # not a header value
         self.assertNotIn("changed", self.ada.dav("GET", path).body)
+        # A write names the event's state: the ETag of the builds before the
+        # zone tag (the stored part alone) still matches; a GET's cache does
+        # not (its bytes carry the zone data).
+        self.assertEqual(self.ada.dav("GET", path, headers={"If-None-Match": '"%s"' % stored}).status, 200)
         self.assertEqual(self.ada.put(path, changed, {"If-Match": etag}).status, 204)
         self.assertEqual(self.ada.dav("DELETE", path, headers={"If-Match": etag}).status, 412)
         self.assertEqual(self.ada.dav("DELETE", path, headers={"If-Match": self.ada.dav("GET", path)
                                                                   .header("etag")}).status, 204)
+        self.assertEqual(self.ada.put(path, text, {"If-None-Match": "*"}).status, 201)
+        bare = '"%s"' % self.ada.dav("GET", path).header("etag").strip('"').rsplit("-", 1)[0]
+        self.assertEqual(self.ada.put(path, changed, {"If-Match": bare}).status, 204)
+        self.assertEqual(self.ada.put(path, text, {"If-Match": bare}).status, 412)  # the event changed since
 
     def test_put_refusals_change_nothing(self):
         cal = self.new_calendar()
