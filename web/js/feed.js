@@ -144,20 +144,31 @@ export async function renderTimeline(main) {
           text.value = '';
           // The timeline shows a post once its fan-out is done; the author
           // sees it at once.
-          if (!list.querySelector(`[data-post="${made.id}"]`)) {
-            list.querySelector('p.muted')?.remove();
-            list.prepend(postEl(made));
-          }
+          mine.push({ post: made, reads });
+          showMine(made);
         } catch (x) { err.textContent = x.message; }
       },
     }, text, err, h('div.row', h('span.grow'), h('button.primary', { type: 'submit' }, 'Post'))),
     bar, list, more));
 
   let nextMax = null, newest = null;
+  // Posts made on this page, and how many timeline reads had begun then: a
+  // read that began before a post may be answered after it, and drawing
+  // that answer must not take the post off the page again.
+  let mine = [], reads = 0;
+
+  function showMine(p) {
+    if (list.querySelector(`[data-post="${p.id}"]`)) return;
+    list.querySelector('p.muted')?.remove();
+    list.prepend(postEl(p));
+  }
 
   async function loadTop() {
+    const read = ++reads;
     const r = await get('/v1/timeline?limit=20');
     clear(list, r.items.length ? r.items.map(p => postEl(p)) : h('p.muted', 'Nothing here yet: post something, or follow people from their profiles (the names on posts and in chats, and the hot list).'));
+    mine = mine.filter(m => m.reads >= read); // a later read has the rest
+    for (const m of mine) showMine(m.post);
     nextMax = r.next_max_id;
     more.hidden = !nextMax;
     bar.hidden = true;
