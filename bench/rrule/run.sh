@@ -14,7 +14,7 @@ trap 'rm -rf "$out"' EXIT
 nq=${NQ_SLOW:-60}
 
 make -s build/chime >/dev/null
-objs="build/rel/src/time/civil.o build/rel/src/time/rrule_parse.o build/rel/src/time/rrule_expand.o"
+objs="build/rel/src/time/civil.o build/rel/src/time/rrule_parse.o build/rel/src/time/rrule_expand.o build/rel/src/time/time_err.o"
 # shellcheck disable=SC2046
 cc -std=gnu11 -O2 -g -Isrc -Wall -Wextra -Werror -o "$out/bench" bench/rrule/bench.c $objs \
   $(pkg-config --cflags --libs libical)

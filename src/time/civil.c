@@ -11,23 +11,6 @@ static int64_t floor_div(int64_t a, int64_t b)
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 
-bool civil_is_leap(int64_t y)
-{
-    return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-int civil_days_in_month(int64_t y, int m)
-{
-    static const int8_t len[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    if (m < 1 || m > 12) return 0;
-    return m == 2 && civil_is_leap(y) ? 29 : len[m - 1];
-}
-
-int civil_days_in_year(int64_t y)
-{
-    return civil_is_leap(y) ? 366 : 365;
-}
-
 int64_t civil_days_from_ymd(int64_t y, int m, int d)
 {
     y -= m <= 2;

@@ -24,9 +24,23 @@ typedef struct civil_time {
 /* Weekdays are 0 = Monday .. 6 = Sunday (ISO 8601 order, as RFC 5545 WKST). */
 enum { CIVIL_MO, CIVIL_TU, CIVIL_WE, CIVIL_TH, CIVIL_FR, CIVIL_SA, CIVIL_SU };
 
-bool civil_is_leap(int64_t year);
-int civil_days_in_month(int64_t year, int month);
-int civil_days_in_year(int64_t year);
+/* Inline: the recurrence engine asks these for every month it counts. */
+static inline bool civil_is_leap(int64_t year)
+{
+    return (year & 3) == 0 && (year % 100 != 0 || year % 400 == 0);
+}
+
+static inline int civil_days_in_month(int64_t year, int month)
+{
+    static const int8_t len[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (month < 1 || month > 12) return 0;
+    return month == 2 && civil_is_leap(year) ? 29 : len[month - 1];
+}
+
+static inline int civil_days_in_year(int64_t year)
+{
+    return civil_is_leap(year) ? 366 : 365;
+}
 
 int64_t civil_days_from_ymd(int64_t year, int month, int day);
 void civil_ymd_from_days(int64_t days, int32_t *year, int8_t *month, int8_t *day);

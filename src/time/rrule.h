@@ -160,12 +160,15 @@ typedef struct rrule_plan {
     uint16_t nh, nm, ns;
     uint32_t nt;              /* times per day (or per sub-daily period) */
     bool has_setpos;
+    bool ordinals;            /* BYDAY has ordinals (1FR, -1SU) */
     bool never;               /* known to yield nothing but DTSTART */
     int64_t per_period;       /* occurrences in every period, or -1: varies */
     uint64_t mask_ok;         /* which kinds of year have masks[] filled */
     uint64_t ycount_ok;       /* which ycount[] are filled */
     uint64_t ndcount_ok;      /* which ndcount[] are filled */
+    uint32_t mcount_ok;       /* which mcount[] are filled */
     uint16_t ndcount[32];     /* BYSETPOS count of a period of n days */
+    uint16_t mcount[28];      /* MONTHLY: occurrences in a month, by kind */
     rrule_bits masks[56];
     uint32_t ycount[56];      /* occurrences in a year (YEARLY, MONTHLY) */
 } rrule_plan;

@@ -11,18 +11,23 @@ static const char *const freq_names[] = {"SECONDLY", "MINUTELY", "HOURLY", "DAIL
                                          "WEEKLY", "MONTHLY", "YEARLY"};
 static const char *const day_names[] = {"MO", "TU", "WE", "TH", "FR", "SA", "SU"};
 
+/* With each name's length, so a part is compared only with the names it
+ * could be (the look-up was a tenth of a parse-and-query, callgrind). */
+#define PART(name, bit) {name, sizeof name - 1, bit}
 static const struct part {
     const char *name;
+    size_t len;
     uint32_t bit;
 } parts[] = {
-    {"FREQ", RRULE_HAS_FREQ},         {"UNTIL", RRULE_HAS_UNTIL},
-    {"COUNT", RRULE_HAS_COUNT},       {"INTERVAL", RRULE_HAS_INTERVAL},
-    {"BYSECOND", RRULE_HAS_BYSECOND}, {"BYMINUTE", RRULE_HAS_BYMINUTE},
-    {"BYHOUR", RRULE_HAS_BYHOUR},     {"BYDAY", RRULE_HAS_BYDAY},
-    {"BYMONTHDAY", RRULE_HAS_BYMONTHDAY}, {"BYYEARDAY", RRULE_HAS_BYYEARDAY},
-    {"BYWEEKNO", RRULE_HAS_BYWEEKNO}, {"BYMONTH", RRULE_HAS_BYMONTH},
-    {"BYSETPOS", RRULE_HAS_BYSETPOS}, {"WKST", RRULE_HAS_WKST},
+    PART("FREQ", RRULE_HAS_FREQ),         PART("UNTIL", RRULE_HAS_UNTIL),
+    PART("COUNT", RRULE_HAS_COUNT),       PART("INTERVAL", RRULE_HAS_INTERVAL),
+    PART("BYSECOND", RRULE_HAS_BYSECOND), PART("BYMINUTE", RRULE_HAS_BYMINUTE),
+    PART("BYHOUR", RRULE_HAS_BYHOUR),     PART("BYDAY", RRULE_HAS_BYDAY),
+    PART("BYMONTHDAY", RRULE_HAS_BYMONTHDAY), PART("BYYEARDAY", RRULE_HAS_BYYEARDAY),
+    PART("BYWEEKNO", RRULE_HAS_BYWEEKNO), PART("BYMONTH", RRULE_HAS_BYMONTH),
+    PART("BYSETPOS", RRULE_HAS_BYSETPOS), PART("WKST", RRULE_HAS_WKST),
 };
+#undef PART
 
 static char upper(char c)
 {
@@ -244,8 +249,8 @@ int rrule_parse(const char *text, size_t len, rrule *out, char *err, size_t errl
         while (eq < j && text[eq] != '=') eq++;
         if (eq == j) return time_errf(err, errlen, "RRULE: '%.*s' has no '='", (int)(j - i), text + i);
         const struct part *p = NULL;
-        for (size_t k = 0; k < sizeof parts / sizeof parts[0]; k++)
-            if (name_is(text + i, eq - i, parts[k].name)) p = &parts[k];
+        for (size_t k = 0; k < sizeof parts / sizeof parts[0] && !p; k++)
+            if (parts[k].len == eq - i && name_is(text + i, eq - i, parts[k].name)) p = &parts[k];
         if (!p) return time_errf(err, errlen, "RRULE: unknown part '%.*s'", (int)(eq - i), text + i);
         if (r.has & p->bit) return time_errf(err, errlen, "%s: given twice", p->name);
         r.has |= p->bit;

@@ -656,6 +656,68 @@ static void test_count_far(void **state)
     }
 }
 
+/* A random MONTHLY rule with COUNT whose number of occurrences varies by
+ * month: what count_periods counts by kind of month (month_kind_count). */
+static void random_monthly(char *buf, size_t size)
+{
+    static const char *const days[] = {"MO", "TU", "WE", "TH", "FR", "SA", "SU"};
+    static const unsigned intervals[] = {1, 1, 1, 2, 3, 4, 6, 12, 5, 7};
+    size_t len = (size_t)snprintf(buf, size, "FREQ=MONTHLY;COUNT=%u;INTERVAL=%u", 200 + rnd(3000),
+                                  intervals[rnd(sizeof intervals / sizeof intervals[0])]);
+    bool byday = rnd(3) != 0, monthday = !byday || rnd(2);
+    if (byday) {
+        len += (size_t)snprintf(buf + len, size - len, ";BYDAY=");
+        int k = 1 + (int)rnd(3);
+        for (int i = 0; i < k; i++) {
+            int ord = rnd(2) ? (int)rnd(5) + 1 : 0;
+            if (ord && rnd(2)) ord = -ord;
+            if (ord) len += (size_t)snprintf(buf + len, size - len, "%s%d%s", i ? "," : "", ord, days[rnd(7)]);
+            else len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? "," : "", days[rnd(7)]);
+        }
+    }
+    if (monthday) add_list(buf, size, "BYMONTHDAY", rnd(2) ? 1 : 25, 31, true, 1 + (int)rnd(3));
+    if (rnd(3) == 0) add_list(buf, size, "BYMONTH", 1, 12, false, 1 + (int)rnd(6));
+    if (rnd(4) == 0) add_list(buf, size, "BYSETPOS", 1, 3, true, 1);
+    if (rnd(5) == 0) add_list(buf, size, "BYHOUR", 0, 23, false, 1 + (int)rnd(2));
+}
+
+/* MONTHLY COUNT rules queried decades after DTSTART: next_after counts
+ * whole months and years by their kind (weekday of the 1st, length) rather
+ * than walking; it must give what walking gives, up to the series' end. */
+static void test_count_monthly_far(void **state)
+{
+    (void)state;
+    enum { N = 4000 };
+    static int64_t occ[N];
+    int rules = 0;
+    for (int attempt = 0; rules < 400 && attempt < 4000; attempt++) {
+        char text[300], err[200];
+        rrule r;
+        random_monthly(text, sizeof text);
+        if (rrule_parse(text, strlen(text), &r, err, sizeof err) != 0) continue;
+        civil_time dt = {.year = 1900 + (int)rnd(200), .month = (int8_t)(1 + rnd(12)),
+                         .day = (int8_t)(1 + rnd(28)), .hour = 9};
+        assert_int_equal(rrule_plan_init(&plan, &r, &dt, err, sizeof err), 0);
+        size_t n = rrule_expand(&plan, INT64_MIN, INT64_MAX, occ, N);
+        if (n < 20) continue;
+        rules++;
+        for (int q = 0; q < 40; q++) {
+            size_t j = rnd((uint32_t)n);
+            int64_t t = occ[j] - 1 + rnd(2) - (int64_t)rnd(40) * 86400, got;
+            bool has = rrule_next_after(&plan, t, &got);
+            size_t k = 0;
+            while (k < n && occ[k] <= t) k++;
+            if (k < n && (!has || got != occ[k]))
+                fail_msg("%s dtstart %d-%d-%d: next_after wrong near occurrence %zu", text, dt.year, dt.month,
+                         dt.day, j);
+            assert_true(rrule_includes(&plan, occ[j]));
+        }
+        int64_t t;
+        if (n < N && rrule_next_after(&plan, occ[n - 1], &t)) fail_msg("%s: an occurrence past COUNT", text);
+    }
+    assert_true(rules > 300);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -670,6 +732,7 @@ int main(void)
         cmocka_unit_test(test_never_matches),
         cmocka_unit_test(test_queries_match_iteration),
         cmocka_unit_test(test_count_far),
+        cmocka_unit_test(test_count_monthly_far),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
