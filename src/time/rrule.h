@@ -168,7 +168,7 @@ typedef struct rrule_plan {
     uint64_t ndcount_ok;      /* which ndcount[] are filled */
     uint32_t mcount_ok;       /* which mcount[] are filled */
     uint16_t ndcount[32];     /* BYSETPOS count of a period of n days */
-    uint16_t mcount[28];      /* MONTHLY: occurrences in a month, by kind */
+    uint32_t mcount[28];      /* MONTHLY: occurrences in a month, by kind */
     rrule_bits masks[56];
     uint32_t ycount[56];      /* occurrences in a year (YEARLY, MONTHLY) */
 } rrule_plan;

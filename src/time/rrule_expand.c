@@ -726,7 +726,7 @@ static uint32_t month_kind_count(rrule_plan *p, int wd1, int len)
             if (p->ordinals) mark_ordinals(r, wd1, 0, len, &t);
             days &= (uint32_t)t.w[0];
         }
-        p->mcount[k] = (uint16_t)days_count(p, (uint32_t)pop64(days & all));
+        p->mcount[k] = days_count(p, (uint32_t)pop64(days & all));
         p->mcount_ok |= 1u << k;
     }
     return p->mcount[k];

@@ -718,6 +718,25 @@ static void test_count_monthly_far(void **state)
     assert_true(rules > 300);
 }
 
+/* A month of a MONTHLY rule can hold millions of occurrences (BYSECOND
+ * and BYMINUTE multiply the times of a day): its count does not fit 16
+ * bits (helper-1 found it cut to them, and the series ran past COUNT). */
+static void test_count_monthly_many_times(void **state)
+{
+    (void)state;
+    char text[512], list[200] = "";
+    for (int i = 0; i < 60; i++) snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", i ? "," : "", i);
+    snprintf(text, sizeof text, "FREQ=MONTHLY;COUNT=212400;BYDAY=MO,TU,WE,TH,FR,SA,SU;BYMINUTE=%s;BYSECOND=%s",
+             list, list);
+    plan_for(&plan, "20010101T000000", text); /* 3,600 a day: January 111,600, February 100,800 */
+    int64_t t;
+    assert_true(rrule_next_after(&plan, secs("20010228T005958"), &t));
+    assert_int_equal(t, secs("20010228T005959"));
+    assert_false(rrule_next_after(&plan, secs("20010301T000000"), &t));
+    assert_false(rrule_includes(&plan, secs("20010301T000000")));
+    assert_true(rrule_includes(&plan, secs("20010228T005959")));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -733,6 +752,7 @@ int main(void)
         cmocka_unit_test(test_queries_match_iteration),
         cmocka_unit_test(test_count_far),
         cmocka_unit_test(test_count_monthly_far),
+        cmocka_unit_test(test_count_monthly_many_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
