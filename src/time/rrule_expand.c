@@ -169,6 +169,18 @@ static void mark_ordinals(const rrule *r, int wd1, int a, int b, rrule_bits *out
     }
 }
 
+/* 64 days from one on weekday s: bit j is set when day j's weekday is in
+ * the set (bit w: weekday w) -- the set rotated by s, every 7 bits. */
+static uint64_t weekday_word(uint8_t set, int s)
+{
+    uint64_t v = (uint64_t)(((set >> s) | (set << (7 - s))) & 0x7f);
+    v |= v << 7;
+    v |= v << 14;
+    v |= v << 28;
+    v |= v << 56;
+    return v;
+}
+
 static void mask_byday(const rrule *r, int64_t y, int wd1, int ylen, rrule_bits *out)
 {
     memset(out, 0, sizeof *out);
@@ -176,15 +188,7 @@ static void mask_byday(const rrule *r, int64_t y, int wd1, int ylen, rrule_bits 
         /* Word k starts on weekday wd1 + 64k = wd1 + k (mod 7): its 7-day
          * pattern is the weekday set rotated by that, repeated across the
          * word. */
-        uint32_t set = r->byday_plain & 0x7f;
-        for (int k = 0, s = wd1 % 7; k < 6; k++, s = s == 6 ? 0 : s + 1) {
-            uint64_t v = ((set >> s) | (set << (7 - s))) & 0x7f;
-            v |= v << 7;
-            v |= v << 14;
-            v |= v << 28;
-            v |= v << 56;
-            out->w[k] = v;
-        }
+        for (int k = 0, s = wd1 % 7; k < 6; k++, s = s == 6 ? 0 : s + 1) out->w[k] = weekday_word(r->byday_plain, s);
         if (ylen < 384) { /* clear past the year's end */
             out->w[ylen >> 6] &= ~(~0ull << (ylen & 63));
             for (int k = (ylen >> 6) + 1; k < 6; k++) out->w[k] = 0;
@@ -716,13 +720,8 @@ static uint32_t month_kind_count(rrule_plan *p, int wd1, int len)
         }
         if (r->has & RRULE_HAS_BYDAY) {
             rrule_bits t;
-            uint32_t set = r->byday_plain & 0x7f;
-            uint64_t v = ((set >> wd1) | (set << (7 - wd1))) & 0x7f;
-            v |= v << 7;
-            v |= v << 14;
-            v |= v << 28;
             memset(&t, 0, sizeof t);
-            t.w[0] = v;
+            t.w[0] = weekday_word(r->byday_plain, wd1);
             if (p->ordinals) mark_ordinals(r, wd1, 0, len, &t);
             days &= (uint32_t)t.w[0];
         }
