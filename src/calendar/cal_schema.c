@@ -68,6 +68,14 @@ static const store_migration cal_steps[] = {
      " PRIMARY KEY (event_id, user_id));"
      "CREATE INDEX attendees_user ON attendees(user_id)",
      NULL},
+    /* Listings find the events in a range by where they end (a series'
+     * last instant; NULL: it never ends), and the moved instances by
+     * theirs, so a month view reads what overlaps it and the future, not
+     * every event of the calendar's history (cal_store.c, VISIBLE_IN_RANGE). */
+    {11, "events_by_end",
+     "CREATE INDEX events_calendar_end ON events(calendar_id, series_end_ms);"
+     "CREATE INDEX event_overrides_end ON event_overrides(end_ms)",
+     NULL},
 };
 
 int cal_schema_add(store_schema *s)

@@ -361,6 +361,42 @@ class TestFreeBusy(CalendarTest):
         self.assertEqual(r.json["users"]["ghost@example.com"]["error"], "not_found")
 
 
+class TestListingRange(CalendarTest):
+    """A listing finds its events by where each series ends (and where each
+    moved instance ends), so the history before the range is never read:
+    every event that overlaps the range must still be found that way."""
+
+    def test_overlapping_events_are_found_past_events_are_not(self):
+        for i in range(30):
+            day = "%d-03-%02dT09:00:00" % (2016 + i % 5, 1 + i % 28)
+            self.create(summary="Old %d" % i, start=timed(day, NY), end=timed(day.replace("T09", "T10"), NY))
+        ended = self.weekly("2019-01-07T09:00:00", "2019-01-07T10:00:00", NY,
+                            "RRULE:FREQ=WEEKLY;UNTIL=20200101T000000Z", summary="Ended")
+        self.weekly("2015-06-01T08:00:00", "2015-06-01T08:30:00", NY, "RRULE:FREQ=WEEKLY;BYDAY=MO",
+                    summary="Forever")
+        self.create(summary="In range", start=timed("2026-11-10T12:00:00", NY), end=timed("2026-11-10T13:00:00", NY))
+        self.create(summary="Spanning", start={"date": "2026-10-20"}, end={"date": "2026-11-04"})
+        # An instance of the series that ended in 2019 moved into the range:
+        # the series ends long before it, its moved instance in it.
+        r = self.server.patch("/v1/events/%s/instances/20190114T140000Z" % ended["id"],
+                              {"summary": "Moved", "start": timed("2026-11-12T09:00:00", NY),
+                               "end": timed("2026-11-12T10:00:00", NY)}, token=self.token)
+        self.assertEqual(r.status, 200, r)
+        # Another user's series since 2014, to which this user is invited.
+        other, other_token = self.server.new_user()
+        self.weekly("2014-02-04T15:00:00", "2014-02-04T16:00:00", LONDON, "RRULE:FREQ=WEEKLY;BYDAY=TU",
+                    token=other_token, summary="Invited", attendees=[{"email": self.user["email"]}])
+        self.weekly("2014-02-04T15:00:00", "2014-02-04T16:00:00", LONDON, "RRULE:FREQ=WEEKLY;BYDAY=TU",
+                    token=other_token, summary="Not mine")
+        items = self.listing("2026-11-01T00:00:00Z", "2026-11-15T00:00:00Z")["items"]
+        self.assertEqual(sorted({i["summary"] for i in items}),
+                         ["Forever", "In range", "Invited", "Moved", "Spanning"])
+        self.assertEqual(len(items), 2 + 1 + 2 + 1 + 1)  # Forever, In range, Invited x2, Moved, Spanning
+        old = self.listing("2016-01-01T00:00:00Z", "2021-01-01T00:00:00Z", max_results=2500)["items"]
+        self.assertEqual(len([i for i in old if i["summary"].startswith("Old ")]), 30)
+        self.assertIn("Ended", {i["summary"] for i in old})
+
+
 class TestCalendars(CalendarTest):
     def test_primary_secondary_and_ownership(self):
         cals = self.server.get("/v1/calendars", token=self.token).json["items"]
