@@ -69,12 +69,13 @@ static const store_migration cal_steps[] = {
      "CREATE INDEX attendees_user ON attendees(user_id)",
      NULL},
     /* Listings find the events in a range by where they end (a series'
-     * last instant; NULL: it never ends), and the moved instances by
-     * theirs, so a month view reads what overlaps it and the future, not
-     * every event of the calendar's history (cal_store.c, VISIBLE_IN_RANGE). */
+     * last instant; NULL: it never ends), and the series that may have an
+     * instance moved into it among a calendar's series alone, so a month
+     * view reads what overlaps it, the future and the series, not every
+     * event of the calendar's history (cal_store.c, LISTING_CANDIDATES). */
     {11, "events_by_end",
      "CREATE INDEX events_calendar_end ON events(calendar_id, series_end_ms);"
-     "CREATE INDEX event_overrides_end ON event_overrides(end_ms)",
+     "CREATE INDEX events_series ON events(calendar_id) WHERE rrule IS NOT NULL OR rdates <> ''",
      NULL},
 };
 

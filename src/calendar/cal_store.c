@@ -694,21 +694,24 @@ int cal_rsvp(store *db, int64_t event_id, int64_t user_id, cal_response r, const
  * overlaps it, or one of its overrides was moved into it. ">=": an
  * instant at the range's start is in it (cal_expand.c decides exactly). */
 /* The events a listing may show: every visible event whose series
- * overlaps [$2, $3) or has an instance moved into it. The candidates are
- * found by index from where each series ends (events_calendar_end; NULL:
- * never) and where each moved instance ends (event_overrides_end): the
- * viewer's calendars, the events it is invited to, the events with a
- * moved instance in range. The conditions after them are the whole test,
- * so the candidates only need to include every event that passes; before
- * them the test ran over every event of the viewer's history (a month view
- * with 5,000 past events read them all: 34M instructions against 16M). */
+ * overlaps [$2, $3) or has an instance moved into it. The candidates come
+ * by index: the viewer's series that end in or after the range
+ * (events_calendar_end) or never (NULL), the events it is invited to, and
+ * its series with an instance moved into the range (only series have
+ * moved instances: events_series lists a calendar's). The conditions
+ * after them are the whole test, so the candidates need only include every
+ * event that passes; before them the test ran over every event of the
+ * viewer's history (a month view with 5,000 past events read them all:
+ * 34M instructions against 16M). */
 #define LISTING_CANDIDATES                                                                                  \
     "e.id IN (SELECT e1.id FROM calendars c1 JOIN events e1 ON e1.calendar_id = c1.id WHERE c1.owner_id = $1 " \
     "AND ($4 = 0 OR c1.id = $4) AND e1.series_end_ms >= $2 "                                                 \
     "UNION SELECT e2.id FROM calendars c2 JOIN events e2 ON e2.calendar_id = c2.id WHERE c2.owner_id = $1 "  \
     "AND ($4 = 0 OR c2.id = $4) AND e2.series_end_ms IS NULL "                                               \
     "UNION SELECT a1.event_id FROM attendees a1 WHERE a1.user_id = $1 "                                      \
-    "UNION SELECT o1.event_id FROM event_overrides o1 WHERE o1.end_ms >= $2 AND o1.start_ms < $3) "
+    "UNION SELECT e3.id FROM calendars c3 JOIN events e3 ON e3.calendar_id = c3.id WHERE c3.owner_id = $1 "  \
+    "AND ($4 = 0 OR c3.id = $4) AND (e3.rrule IS NOT NULL OR e3.rdates <> '') AND EXISTS (SELECT 1 FROM "    \
+    "event_overrides o1 WHERE o1.event_id = e3.id AND o1.end_ms >= $2 AND o1.start_ms < $3)) "
 #define VISIBLE_IN_RANGE                                                                                    \
     "FROM events e JOIN calendars c ON c.id = e.calendar_id JOIN users u ON u.id = c.owner_id "             \
     "WHERE " LISTING_CANDIDATES                                                                             \
