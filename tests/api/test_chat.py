@@ -161,6 +161,37 @@ class TestMessages(ChatTest):
         self.assertFalse(page["has_more"])
         self.assertEqual(len(self.server.get(conv_path(conv, "/messages?limit=200"), token=ta).json["messages"]), 7)
 
+    def test_concurrent_resends_make_one_message(self):
+        """The same client_msg_id sent at once from several threads (so in
+        one writer batch, or several): one 201, the rest 200 with that
+        message; one message, one change each, the numbers unmoved by the
+        repeats."""
+        (a, ta), (b, tb) = self.users(2)
+        conv = self.direct(ta, b["id"])
+        self.send(ta, conv, "before")
+        results, go = [], threading.Barrier(8)
+
+        def post(i):
+            go.wait()
+            r = self.server.post(conv_path(conv, "/messages"), {"client_msg_id": "same", "text": "t%d" % i}, token=ta)
+            results.append((r.status, r.json))
+        threads = [threading.Thread(target=post, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(sorted(s for s, _ in results), [200] * 7 + [201], results)
+        first = next(j for s, j in results if s == 201)
+        self.assertEqual(first["seq"], 2)
+        for s, j in results:
+            self.assertEqual((j["id"], j["seq"], j["text"]), (first["id"], 2, first["text"]))
+        self.send(ta, conv, "after")
+        msgs = self.server.get(conv_path(conv, "/messages"), token=tb).json["messages"]
+        self.assertEqual([(m["seq"], m["text"]) for m in msgs], [(1, "before"), (2, first["text"]), (3, "after")])
+        changes = self.sync(tb)["changes"]
+        self.assertEqual([c["message"]["seq"] for c in changes if c["kind"] == "message"], [1, 2, 3])
+        self.assertEqual(self.server.get(conv_path(conv), token=tb).json["unread"], 3)
+
     def test_ids_are_made_in_order(self):
         """A message's id comes from the node's id generator (as posts'
         do): unique, larger for a later message, its milliseconds those of
