@@ -90,6 +90,24 @@
 static const store_migration chat_steps[] = {
     {40, "chat", CHAT_TABLES(" WITHOUT ROWID"), CHAT_TABLES("")},
     {41, "chat_unread_kept", CHAT_UNREAD_KEPT, NULL},
+    /* On SQLite, a BIGINT PRIMARY KEY is an index beside the table's own
+     * rowid b-tree, so every look at a user's number went down two
+     * b-trees: twice for each member a message fans out to, and once for
+     * every pull. As INTEGER PRIMARY KEY the user id is the rowid: one
+     * b-tree. The chat writer's instructions for a 1:1 message fell 6%
+     * (callgrind, batches of 20). Nothing refers to chat_seqs, so the
+     * table is rebuilt under its name. PostgreSQL's BIGINT key is one
+     * index already. */
+    {42, "chat_seqs_rowid",
+     "CREATE TABLE chat_seqs_new ("
+     " user_id INTEGER PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,"
+     " seq BIGINT NOT NULL,"
+     " pruned_to BIGINT NOT NULL DEFAULT 0,"
+     " unread BIGINT NOT NULL DEFAULT 0);"
+     "INSERT INTO chat_seqs_new (user_id, seq, pruned_to, unread) SELECT user_id, seq, pruned_to, unread FROM chat_seqs;"
+     "DROP TABLE chat_seqs;"
+     "ALTER TABLE chat_seqs_new RENAME TO chat_seqs",
+     "SELECT 1"},
 };
 
 int chat_schema_add(store_schema *s)

@@ -3,7 +3,8 @@
  * read marks forward, backward and past the end, members removed, leaving,
  * re-added and added -- it equals the sum GET /v1/unread computes, and
  * the news each write signals carries the numbers the database has;
- * and migration 41 fills it in for a database of before; the check that
+ * and migration 41 fills it in for a database of before (and 42 keeps
+ * the rows when it makes the user id SQLite's rowid); the check that
  * sets a wrong total right (chat.cleanup) leaves one whose number moved
  * since it read the sum, and walks the users round in turn. On SQLite
  * (the row-at-a-time fan-out) and on PostgreSQL (the set statements). */
@@ -205,8 +206,22 @@ static void test_migration(void **state)
         int64_t seq, unread;
         assert_int_equal(chat_seq_unread(db->s, &u, 1, &seq, &unread), CHAT_OK);
         assert_int_equal(unread, want[u]);
+        assert_int_equal(seq, u == 1 ? 14 : u == 2 ? 12 : 7);
     }
     assert_kept(db->s);
+    /* 42: on SQLite the user id is the rowid (no index beside the
+     * table); the rows and the cascade from users are kept. */
+    int64_t n;
+    if (db->backend == STORE_SQLITE) {
+        assert_int_equal(store_query_int64(db->s, "SELECT count(*) FROM chat_seqs WHERE rowid = user_id", &n), STORE_ROW);
+        assert_int_equal(n, 3);
+        assert_int_equal(store_query_int64(db->s, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND "
+                                                  "tbl_name = 'chat_seqs'", &n), STORE_ROW);
+        assert_int_equal(n, 0);
+    }
+    EXEC_OK(db->s, "DELETE FROM users WHERE id = 3");
+    assert_int_equal(store_query_int64(db->s, "SELECT count(*) FROM chat_seqs", &n), STORE_ROW);
+    assert_int_equal(n, 2);
 }
 
 static void set_kept(store *s, int64_t user, int64_t unread)
