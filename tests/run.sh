@@ -4,9 +4,14 @@
 # its corpus. Ends with the plain summary line "N passed, N failed".
 # TESTS='pattern' narrows to tests whose name holds it, as text or as a glob
 # (so 'api/test_reminders[sqlite]' works as well as 'api/test_chat*').
+# It builds what is out of date first (make test-build).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+# The binaries under test are the ones built from the tree as it is now:
+# a run narrowed with TESTS after a code change used to test the previous
+# build. (Under `make test` this finds everything built already.)
+make -s --no-print-directory -j"$(nproc)" test-build || { echo "tests/run.sh: the build failed"; exit 1; }
 logs=$root/build/test-logs
 rm -rf "$logs"; mkdir -p "$logs"
 tmp=$(mktemp -d /tmp/chime-test.XXXXXX)
