@@ -5,14 +5,15 @@
  * A client keeps the last cursor ("next") it saw and asks for what came
  * after it, never by time. A cursor must never be handed out while a row
  * that sorts before it can still appear. On SQLite one writer at a time
- * gives seq in commit order, and the cursor is the seq ("SEQ"). On
+ * gives seq in commit order, and the cursor holds the seq. On
  * PostgreSQL delivering transactions on several connections commit out of
  * seq order, so the inbox is read in (xid, seq) order -- the writing
  * transaction's id, then seq within it -- and only rows of transactions
  * older than every write transaction still running (xid below the
  * snapshot's xmin) are shown: those are all final, so nothing can later
- * appear before them. The cursor is "XID-SEQ" there (rows written before
- * migration 8 have xid 0, so a plain "SEQ" cursor still reads on). The
+ * appear before them. The cursor holds XID and SEQ there (rows written
+ * before migration 8 have xid 0, so a cursor of a seq alone still reads
+ * on); either way it is concealed (format_cursor). The
  * price is that a row waits for older write transactions to end: an idle
  * open transaction holding an xid delays every inbox in the cluster (set
  * idle_in_transaction_session_timeout). */
@@ -70,28 +71,51 @@ typedef struct inbox_cursor {
     int64_t xid, seq;
 } inbox_cursor;
 
-/* "SEQ" or "XID-SEQ"; false if it is neither. */
-static bool parse_cursor(const char *s, size_t len, inbox_cursor *c)
+/* A cursor is opaque: the seq (and on PostgreSQL the xid), each plus one
+ * under the inbox's id key (base_id_conceal works on [1, 2^63)), as 16
+ * hex digits: "ID" or "ID-ID". A plain seq would count the server's
+ * deliveries between two reads, as the item ids did before they were
+ * concealed. Cursors of before -- decimal "SEQ" or "XID-SEQ", each part
+ * under 16 digits -- still read. */
+static int64_t cursor_part(const unsigned char key[BASE_ID_KEY_LEN], const char *s, size_t len)
+{
+    int64_t id;
+    if (len < 16) return parse_seq(s, len);
+    if (base_id_parse(s, len, &id) != 0) return -1;
+    int64_t v = base_id_reveal(key, id);
+    return v > 0 ? v - 1 : -1;
+}
+
+/* false if s is no cursor. */
+static bool parse_cursor(const unsigned char key[BASE_ID_KEY_LEN], const char *s, size_t len, inbox_cursor *c)
 {
     const char *dash = memchr(s, '-', len);
-    c->xid = dash ? parse_seq(s, (size_t)(dash - s)) : 0;
-    c->seq = dash ? parse_seq(dash + 1, len - (size_t)(dash - s) - 1) : parse_seq(s, len);
+    c->xid = dash ? cursor_part(key, s, (size_t)(dash - s)) : 0;
+    c->seq = dash ? cursor_part(key, dash + 1, len - (size_t)(dash - s) - 1) : cursor_part(key, s, len);
     return c->xid >= 0 && c->seq >= 0;
 }
 
-static void format_cursor(const inbox_cursor *c, char *buf, size_t n)
+static void format_cursor(const unsigned char key[BASE_ID_KEY_LEN], const inbox_cursor *c, char buf[34])
 {
-    if (c->xid) snprintf(buf, n, "%lld-%lld", (long long)c->xid, (long long)c->seq);
-    else snprintf(buf, n, "%lld", (long long)c->seq);
+    char seq[17];
+    base_id_format(base_id_conceal(key, c->seq + 1), seq);
+    if (c->xid) {
+        base_id_format(base_id_conceal(key, c->xid + 1), buf);
+        buf[16] = '-';
+        memcpy(buf + 17, seq, 17);
+    } else {
+        memcpy(buf, seq, 17);
+    }
 }
 
-static bool query_cursor(http_req *r, const char *name, inbox_cursor *out)
+static bool query_cursor(http_req *r, const unsigned char key[BASE_ID_KEY_LEN], const char *name,
+                         inbox_cursor *out)
 {
     char buf[48];
     int q = http_query(r, name, buf, sizeof buf);
     *out = (inbox_cursor){0, 0};
     if (q == 0 || (q > 0 && buf[0] == '\0')) return true;
-    if (q < 0 || !parse_cursor(buf, strlen(buf), out)) {
+    if (q < 0 || !parse_cursor(key, buf, strlen(buf), out)) {
         http_send_error(r, 400, "invalid", name, "%s must be a cursor returned as \"next\"", name);
         return false;
     }
@@ -118,7 +142,7 @@ static bool inbox_key(notify_http *n, store *db, unsigned char key[BASE_ID_KEY_L
 
 /* An item's id in a path: 16 hex digits (a concealed seq); or, from
  * clients of before the ids were concealed, the seq itself in decimal
- * (accepted: the inbox cursor still carries the seq). -1 if neither. */
+ * (accepted for clients that kept them). -1 if neither. */
 static int64_t item_seq(const unsigned char key[BASE_ID_KEY_LEN], const char *s, size_t len)
 {
     int64_t id;
@@ -154,8 +178,8 @@ static void handle_inbox(http_req *r, void *arg)
     inbox_cursor last;
     int64_t limit;
     unsigned char key[BASE_ID_KEY_LEN];
-    if (!query_cursor(r, "after", &last) || !query_limit(r, NOTIFY_PAGE_DEFAULT, NOTIFY_PAGE_MAX, &limit)) return;
     if (!inbox_key(n, db, key)) return http_send_db_error(r, "the inbox id key cannot be read");
+    if (!query_cursor(r, key, "after", &last) || !query_limit(r, NOTIFY_PAGE_DEFAULT, NOTIFY_PAGE_MAX, &limit)) return;
     store_stmt *st = inbox_page(db, r->user_id, &last, limit);
     json_t *items = json_array();
     int rc;
@@ -174,8 +198,8 @@ static void handle_inbox(http_req *r, void *arg)
         http_send_db_error(r, store_errmsg(db));
         return;
     }
-    char next[48];
-    format_cursor(&last, next, sizeof next);
+    char next[34];
+    format_cursor(key, &last, next);
     http_send_json(r, 200, json_pack("{s:o,s:s}", "items", items, "next", next));
 }
 
@@ -207,6 +231,8 @@ static void handle_read_upto(http_req *r, void *arg)
     notify_http *n = arg;
     store *db = store_pool_at(n->dbs, r->loop);
     http_err e;
+    unsigned char key[BASE_ID_KEY_LEN];
+    if (!inbox_key(n, db, key)) return http_send_db_error(r, "the inbox id key cannot be read");
     json_t *body = http_json_body(r, &e);
     if (!body) {
         http_send_err(r, &e);
@@ -214,7 +240,7 @@ static void handle_read_upto(http_req *r, void *arg)
     }
     json_t *v = json_object_get(body, "up_to");
     inbox_cursor upto;
-    bool ok = json_is_string(v) && parse_cursor(json_string_value(v), json_string_length(v), &upto);
+    bool ok = json_is_string(v) && parse_cursor(key, json_string_value(v), json_string_length(v), &upto);
     json_decref(body);
     if (!ok) {
         http_send_error(r, 400, "invalid", "up_to", "up_to must be a cursor returned as \"next\"");

@@ -1,12 +1,13 @@
 """Ids a client sees (issue 25, item 6): an instance id from a listing
 (`{event}_{start}`) answers GET /v1/events/{id} for anyone who may see the
-event, and inbox notification ids are opaque (16 hex digits, no order, no
-count), not a global counter."""
+event, and inbox notification ids and cursors are opaque (16 hex digits,
+no order, no count), not a global counter; the decimal ones of before
+still work."""
 import time
 import urllib.parse
 
 from chime import ServerTest, main
-from test_jobs import wait_for
+from test_jobs import sql, wait_for
 from test_reminders import FAST, iso, soon
 
 NY = "America/New_York"
@@ -107,12 +108,55 @@ class TestInboxIds(ServerTest):
         self.assertEqual([n["read"] for n in after], [True, False, False])
         self.assertEqual([n["id"] for n in after], ids, "ids are stable across reads")
         self.assertError(self.server.post("/v1/notifications/%s/read" % ("0" * 16), token=token), 404)
-        # A client of before holds decimal seqs (the cursor still carries
-        # one): they keep working, for their owner only.
-        seq = page["next"].split("-")[-1]
+        # A client of before holds decimal seqs: they keep working, for
+        # their owner only.
+        seq = str(sql(self.server.db, "SELECT max(seq) FROM notifications WHERE user_id = %d" % int(user["id"], 16))[0][0])
         self.assertError(self.server.post("/v1/notifications/%s/read" % seq, token=other_token), 404)
         self.assertEqual(self.server.post("/v1/notifications/%s/read" % seq, token=token).status, 204)
         self.assertTrue(self.server.get("/v1/notifications", token=token).json["items"][2]["read"])
+
+    def test_cursors_are_opaque_and_work(self):
+        user, token = self.server.new_user()
+        other, other_token = self.server.new_user()
+        start = soon()
+        for i in range(4):
+            r = self.server.post("/v1/events", {"summary": "c%d" % i, "start": {"date_time": iso(start)},
+                                                "end": {"date_time": iso(start + 60)},
+                                                "reminders": [{"method": "push", "minutes_before": 0}]}, token=token)
+            self.assertEqual(r.status, 201, r)
+        self.assertTrue(wait_for(lambda: len(self.server.get("/v1/notifications", token=token).json["items"]) == 4
+                                 or None, timeout=15))
+        empty = self.server.get("/v1/notifications", token=other_token).json
+        self.assertEqual(empty["items"], [])
+        cursors, after = [empty["next"]], ""
+        for _ in range(4):
+            page = self.server.get("/v1/notifications?limit=1" + ("&after=" + after if after else ""),
+                                   token=token).json
+            self.assertEqual(len(page["items"]), 1)
+            after = page["next"]
+            cursors.append(after)
+        self.assertEqual(self.server.get("/v1/notifications?after=" + after, token=token).json,
+                         {"items": [], "next": after})
+        part = r"[0-9a-f]{16}"
+        for c in cursors:
+            self.assertRegex(c, r"^(%s-)?%s$" % (part, part))
+        shown = [int(c.split("-")[-1], 16) for c in cursors[1:]]
+        self.assertGreater(min(abs(b - a) for a, b in zip(shown, shown[1:])), 1000, cursors)
+        # The cursors of before -- the seq itself in decimal, after the xid
+        # on PostgreSQL -- still page.
+        pg = not self.server.db.startswith("sqlite:")
+        rows = sql(self.server.db, "SELECT %s, seq FROM notifications WHERE user_id = %d ORDER BY %sseq"
+                   % ("xid" if pg else "0", int(user["id"], 16), "xid, " if pg else ""))
+        self.assertEqual(len(rows), 4)
+        self.assertFalse(set(int(r[1]) for r in rows) & set(shown), "a cursor shows a seq")
+        first = ("%s-%s" % (rows[0][0], rows[0][1])) if pg else str(rows[0][1])
+        rest = self.server.get("/v1/notifications?after=" + first, token=token).json["items"]
+        self.assertEqual(len(rest), 3)
+        r = self.server.post("/v1/notifications/read", {"up_to": cursors[2]}, token=token)
+        self.assertEqual((r.status, r.json), (200, {"marked": 2}))
+        r = self.server.post("/v1/notifications/read", {"up_to": first}, token=token)
+        self.assertEqual((r.status, r.json), (200, {"marked": 0}))
+        self.assertError(self.server.get("/v1/notifications?after=" + "z" * 16, token=token), 400, "after")
 
 
 if __name__ == "__main__":
