@@ -108,6 +108,27 @@ static const store_migration chat_steps[] = {
      "DROP TABLE chat_seqs;"
      "ALTER TABLE chat_seqs_new RENAME TO chat_seqs",
      "SELECT 1"},
+    /* The same for a conversation's members on SQLite: the table clustered
+     * by its key (conversation, user), so the sender's standing, its read
+     * mark and the walk over the members a message fans out to go down one
+     * b-tree, not an index and then the table. Writer 131k -> 124k
+     * instructions a 1:1 message (callgrind, batches of 20). Nothing refers
+     * to conv_members; conv_members_user is made again. */
+    {43, "conv_members_clustered",
+     "CREATE TABLE conv_members_new ("
+     " conversation_id BIGINT NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,"
+     " user_id BIGINT NOT NULL REFERENCES users(id) ON DELETE CASCADE,"
+     " role TEXT NOT NULL,"
+     " joined_seq BIGINT NOT NULL,"
+     " left_seq BIGINT,"
+     " read_up_to BIGINT NOT NULL,"
+     " PRIMARY KEY (conversation_id, user_id)) WITHOUT ROWID;"
+     "INSERT INTO conv_members_new (conversation_id, user_id, role, joined_seq, left_seq, read_up_to) "
+     "SELECT conversation_id, user_id, role, joined_seq, left_seq, read_up_to FROM conv_members;"
+     "DROP TABLE conv_members;"
+     "ALTER TABLE conv_members_new RENAME TO conv_members;"
+     "CREATE INDEX conv_members_user ON conv_members(user_id)",
+     "SELECT 1"},
 };
 
 int chat_schema_add(store_schema *s)

@@ -3,8 +3,8 @@
  * read marks forward, backward and past the end, members removed, leaving,
  * re-added and added -- it equals the sum GET /v1/unread computes, and
  * the news each write signals carries the numbers the database has;
- * and migration 41 fills it in for a database of before (and 42 keeps
- * the rows when it makes the user id SQLite's rowid); the check that
+ * and migration 41 fills it in for a database of before (and 42 and 43
+ * keep the rows when they make SQLite's tables one b-tree each); the check that
  * sets a wrong total right (chat.cleanup) leaves one whose number moved
  * since it read the sum, and walks the users round in turn. On SQLite
  * (the row-at-a-time fan-out) and on PostgreSQL (the set statements). */
@@ -219,8 +219,26 @@ static void test_migration(void **state)
                                                   "tbl_name = 'chat_seqs'", &n), STORE_ROW);
         assert_int_equal(n, 0);
     }
+    /* 43: on SQLite the members are clustered by their key, with the
+     * index by user made again; the rows and both cascades are kept. */
+    if (db->backend == STORE_SQLITE) {
+        assert_int_equal(store_query_int64(db->s, "SELECT count(*) FROM pragma_index_list('conv_members') WHERE "
+                                                  "name = 'conv_members_user' OR origin = 'pk'", &n), STORE_ROW);
+        assert_int_equal(n, 2);
+        assert_int_equal(store_query_int64(db->s, "SELECT count(*) FROM sqlite_master WHERE name = 'conv_members' "
+                                                  "AND sql LIKE '%WITHOUT ROWID%'", &n), STORE_ROW);
+        assert_int_equal(n, 1);
+    }
+    assert_int_equal(store_query_int64(db->s, "SELECT sum(read_up_to + 10 * joined_seq + 100 * COALESCE(left_seq, 0))"
+                                              " FROM conv_members", &n), STORE_ROW);
+    assert_int_equal(n, 2 + (1 + 500) + (9 + 30) + 4 + 0);
     EXEC_OK(db->s, "DELETE FROM users WHERE id = 3");
     assert_int_equal(store_query_int64(db->s, "SELECT count(*) FROM chat_seqs", &n), STORE_ROW);
+    assert_int_equal(n, 2);
+    assert_int_equal(store_query_int64(db->s, "SELECT count(*) FROM conv_members", &n), STORE_ROW);
+    assert_int_equal(n, 4);
+    EXEC_OK(db->s, "DELETE FROM conversations WHERE id = 11");
+    assert_int_equal(store_query_int64(db->s, "SELECT count(*) FROM conv_members", &n), STORE_ROW);
     assert_int_equal(n, 2);
 }
 
