@@ -83,18 +83,21 @@ class TestInstanceIds(ServerTest):
 class TestInboxIds(ServerTest):
     server_args = FAST
 
-    def test_ids_are_opaque_and_work(self):
-        user, token = self.server.new_user()
-        other, other_token = self.server.new_user()
+    def fired(self, token, n):
+        """n events with a push reminder due now, until the inbox has n."""
         start = soon()
-        for i in range(3):
+        for i in range(n):
             r = self.server.post("/v1/events", {"summary": "n%d" % i, "start": {"date_time": iso(start)},
                                                 "end": {"date_time": iso(start + 60)},
                                                 "reminders": [{"method": "push", "minutes_before": 0}]}, token=token)
             self.assertEqual(r.status, 201, r)
-        got = wait_for(lambda: len(self.server.get("/v1/notifications", token=token).json["items"]) == 3 or None,
-                       timeout=15)
-        self.assertTrue(got)
+        self.assertTrue(wait_for(lambda: len(self.server.get("/v1/notifications", token=token).json["items"]) == n
+                                 or None, timeout=15))
+
+    def test_ids_are_opaque_and_work(self):
+        user, token = self.server.new_user()
+        other, other_token = self.server.new_user()
+        self.fired(token, 3)
         page = self.server.get("/v1/notifications", token=token).json
         ids = [n["id"] for n in page["items"]]
         for i in ids:
@@ -118,14 +121,7 @@ class TestInboxIds(ServerTest):
     def test_cursors_are_opaque_and_work(self):
         user, token = self.server.new_user()
         other, other_token = self.server.new_user()
-        start = soon()
-        for i in range(4):
-            r = self.server.post("/v1/events", {"summary": "c%d" % i, "start": {"date_time": iso(start)},
-                                                "end": {"date_time": iso(start + 60)},
-                                                "reminders": [{"method": "push", "minutes_before": 0}]}, token=token)
-            self.assertEqual(r.status, 201, r)
-        self.assertTrue(wait_for(lambda: len(self.server.get("/v1/notifications", token=token).json["items"]) == 4
-                                 or None, timeout=15))
+        self.fired(token, 4)
         empty = self.server.get("/v1/notifications", token=other_token).json
         self.assertEqual(empty["items"], [])
         cursors, after = [empty["next"]], ""
