@@ -80,6 +80,10 @@ build/bench/chatload: bench/chat/chatload.c
 	@mkdir -p $(dir $@)
 	$(CC) $(REL_CFLAGS) -o $@ $<
 
+build/bench/chatwriter: bench/chat/writer.c $(REL_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(REL_CFLAGS) $(PKG_CFLAGS) -o $@ $^ $(PKG_LIBS)
+
 build/bench/walwrite: bench/store/walwrite.c build/rel/src/store/store_sqlite_vfs.o
 	@mkdir -p $(dir $@)
 	$(CC) $(REL_CFLAGS) -o $@ $^ -lsqlite3 -lpthread
