@@ -690,9 +690,6 @@ int cal_rsvp(store *db, int64_t event_id, int64_t user_id, cal_response r, const
 
 /* ---- listing: the rows a range query starts from ------------------------- */
 
-/* Events visible to the viewer that may overlap the range: the series
- * overlaps it, or one of its overrides was moved into it. ">=": an
- * instant at the range's start is in it (cal_expand.c decides exactly). */
 /* The events a listing may show: every visible event whose series
  * overlaps [$2, $3) or has an instance moved into it. The candidates come
  * by index: the viewer's series that end in or after the range
@@ -702,7 +699,8 @@ int cal_rsvp(store *db, int64_t event_id, int64_t user_id, cal_response r, const
  * after them are the whole test, so the candidates need only include every
  * event that passes; before them the test ran over every event of the
  * viewer's history (a month view with 5,000 past events read them all:
- * 34M instructions against 16M). */
+ * 34M instructions against 16M). ">=": an instant at the range's start
+ * is in it (cal_expand.c decides exactly). */
 #define LISTING_CANDIDATES                                                                                  \
     "e.id IN (SELECT e1.id FROM calendars c1 JOIN events e1 ON e1.calendar_id = c1.id WHERE c1.owner_id = $1 " \
     "AND ($4 = 0 OR c1.id = $4) AND e1.series_end_ms >= $2 "                                                 \
@@ -792,17 +790,16 @@ static void bind_query(store_stmt *st, const cal_query *q)
  * NULL when out of memory. */
 static char *listing_ids(const cal_listing *l)
 {
-    char *out = malloc(l->nevents * 21 + 3), *p = out;
-    if (!out) return NULL;
-    *p++ = '[';
-    for (size_t i = 0; i < l->nevents; i++) p += sprintf(p, "%s%lld", i ? "," : "", (long long)l->events[i].id);
-    *p++ = ']';
-    *p = '\0';
+    int64_t *ids = malloc(l->nevents * sizeof *ids);
+    if (!ids) return NULL;
+    for (size_t i = 0; i < l->nevents; i++) ids[i] = l->events[i].id;
+    char *out = store_ids_json(ids, l->nevents);
+    free(ids);
     return out;
 }
 
-#define LISTED_SQLITE "(SELECT value FROM json_each($1))"
-#define LISTED_PG "(SELECT CAST(value AS BIGINT) FROM json_array_elements_text(CAST($1 AS json)))"
+#define LISTED_SQLITE STORE_IDS_SQLITE("$1")
+#define LISTED_PG STORE_IDS_PG("$1")
 #define LISTED_ATTENDEES(LISTED)                                                                           \
     "SELECT a.event_id, a.user_id, uu.email, a.response_status, a.reminders FROM attendees a JOIN users uu " \
     "ON uu.id = a.user_id WHERE a.event_id IN " LISTED " ORDER BY a.event_id, uu.email_lower"

@@ -148,23 +148,14 @@ static bool ids_add(chat_ids *s, int64_t id)
     return true;
 }
 
-/* Sorted, distinct, as a JSON array text (ids are numbers: no escaping). */
+/* Sorted, distinct, as a JSON array text. */
 static char *ids_text(chat_ids *s)
 {
     qsort(s->v, s->n, sizeof *s->v, cmp_i64);
-    char *out = malloc(s->n * 21 + 3), *p = out;
-    if (!out) return NULL;
-    *p++ = '[';
-    for (size_t i = 0; i < s->n; i++) {
-        if (i && s->v[i] == s->v[i - 1]) continue;
-        p += sprintf(p, "%s%lld", p == out + 1 ? "" : ",", (long long)s->v[i]);
-    }
-    *p++ = ']';
-    *p = '\0';
-    return out;
+    return store_ids_json(s->v, s->n);
 }
 
-#define PG_LIST "(SELECT CAST(value AS BIGINT) FROM json_array_elements_text(CAST($1 AS json)))"
+#define PG_LIST STORE_IDS_PG("$1")
 
 static int exec_list(store *db, const char *sql, chat_ids *ids, chat_ids *out)
 {

@@ -490,6 +490,20 @@ int store_query_int64(store *s, const char *sql, int64_t *out)
     return rc;
 }
 
+char *store_ids_json(const int64_t *ids, size_t n)
+{
+    char *out = malloc(n * 21 + 3), *p = out; /* 20 digits and a comma each */
+    if (!out) return NULL;
+    *p++ = '[';
+    for (size_t i = 0; i < n; i++) {
+        if (i && ids[i] == ids[i - 1]) continue;
+        p += sprintf(p, "%s%lld", p == out + 1 ? "" : ",", (long long)ids[i]);
+    }
+    *p++ = ']';
+    *p = '\0';
+    return out;
+}
+
 int store_now_ms(store *s, int64_t *out)
 {
     int rc = store_query_int64(s, s->ops->now_sql, out);

@@ -189,6 +189,15 @@ int64_t store_changes(store_stmt *st);
  * STORE_ROW with *out set from column 0, or an error. */
 int store_query_int64(store *s, const char *sql, int64_t *out);
 
+/* A list of ids bound as one parameter: store_ids_json makes its text, a
+ * JSON array ("[1,2,3]"; equal neighbours written once, so a sorted list
+ * comes out distinct), and STORE_IDS_SQLITE / STORE_IDS_PG take it apart
+ * in SQL as a subquery of BIGINTs, P the parameter ("$1"). One statement
+ * for a whole list, whatever its length. NULL when out of memory. */
+char *store_ids_json(const int64_t *ids, size_t n);
+#define STORE_IDS_SQLITE(P) "(SELECT value FROM json_each(" P "))"
+#define STORE_IDS_PG(P) "(SELECT CAST(value AS BIGINT) FROM json_array_elements_text(CAST(" P " AS json)))"
+
 /* Whether anything was committed since, told as cheaply as the backend
  * can: two stamps taken on the same connection are equal only if no
  * transaction committed a change in between, on this connection or any
