@@ -15,6 +15,7 @@
 #include "chat/chat.h"
 #include "schema.h"
 #include "store/store.h"
+#include "users/users.h"
 
 #define USERS 2000
 #define BATCH 20
@@ -26,16 +27,13 @@ static void die(const char *what, store *s)
     exit(1);
 }
 
-static void user_add(store *s, int64_t id)
+static int64_t user_add(store *s, int n)
 {
     char email[32];
-    snprintf(email, sizeof email, "u%lld@x.com", (long long)id);
-    store_stmt *st = store_prepare(s, "INSERT INTO users (id, email, email_lower, name, password_hash, created_ms) "
-                                      "VALUES ($1, $2, $2, 'n', 'h', 0)");
-    store_bind_int64(st, 1, id);
-    store_bind_str(st, 2, email);
-    if (store_step(st) != STORE_DONE) die("a user", s);
-    store_reset(st);
+    users_account a;
+    snprintf(email, sizeof email, "u%d@x.com", n);
+    if (users_create(s, email, "n", "h", &a) != USERS_OK) die("a user", s);
+    return a.id;
 }
 
 static int64_t direct(store *s, int64_t a, int64_t b)
@@ -49,18 +47,22 @@ static int64_t direct(store *s, int64_t a, int64_t b)
     return id;
 }
 
+typedef struct pair {
+    int64_t users[2], conv;
+} pair;
+
 /* Messages between random pairs, by either side; ids count from *next. */
-__attribute__((noinline)) void run_batches(store *s, const int64_t *convs, int batches, int64_t *next)
+__attribute__((noinline)) void run_batches(store *s, const pair *pairs, int batches, int64_t *next)
 {
     char cid[32];
     for (int b = 0; b < batches; b++) {
         if (store_begin(s) != STORE_OK) die("begin", s);
         for (int i = 0; i < BATCH; i++) {
-            int p = rand() % (USERS / 2);
-            int64_t me = 1 + 2 * p + (rand() & 1), id = ++*next;
+            const pair *p = &pairs[rand() % (USERS / 2)];
+            int64_t me = p->users[rand() & 1], id = ++*next;
             snprintf(cid, sizeof cid, "c%lld", (long long)id);
             chat_result r = {0};
-            if (chat_send(s, me, convs[p], cid, TEXT, id, base_now_ms(), &r) != STORE_OK || r.status != 201)
+            if (chat_send(s, me, p->conv, cid, TEXT, id, base_now_ms(), &r) != STORE_OK || r.status != 201)
                 die("a send", s);
             chat_result_free(&r);
         }
@@ -81,16 +83,20 @@ int main(int argc, char **argv)
     if (!s) die(err, NULL);
     if (chime_schema(&schema) != 0 || store_migrate(s, &schema) != STORE_OK) die("migrate", s);
     if (store_exec(s, "PRAGMA cache_size = -65536") != STORE_OK) die("cache_size", s); /* as the writer's */
-    static int64_t convs[USERS / 2];
+    static pair pairs[USERS / 2];
     if (store_begin(s) != STORE_OK) die("begin", s);
-    for (int64_t u = 1; u <= USERS; u++) user_add(s, u);
-    for (int p = 0; p < USERS / 2; p++) convs[p] = direct(s, 1 + 2 * p, 2 + 2 * p);
+    for (int i = 0; i < USERS / 2; i++) {
+        pair *p = &pairs[i];
+        p->users[0] = user_add(s, 2 * i);
+        p->users[1] = user_add(s, 2 * i + 1);
+        p->conv = direct(s, p->users[0], p->users[1]);
+    }
     if (store_commit(s) != STORE_OK) die("commit", s);
     int batches = argc > 2 ? atoi(argv[2]) : 250;
     int64_t next = 1000000;
     srand(1);
-    run_batches(s, convs, 200, &next);
-    run_batches(s, convs, batches, &next);
+    run_batches(s, pairs, 200, &next);
+    run_batches(s, pairs, batches, &next);
     store_close(s);
     printf("%d messages measured after %d warm-up\n", batches * BATCH, 200 * BATCH);
     return 0;
