@@ -85,6 +85,20 @@ class TestRestart(NodesTest):
         self.assertLess(time.time(), first_due - 1, "setup took too long for the chosen due time")
         return due
 
+    def stop_log(self, s):
+        """The stopped server's log from its SIGTERM on (printed), and the
+        seconds from the SIGTERM to each step of the stop it logged."""
+        log = s.log()
+        stop_log = log[log.find("received SIGTERM") - 30:]
+        print("the stop, as the server logged it:\n" + stop_log[-3000:])
+        stamps = {}
+        for line in stop_log.splitlines():
+            for key in ("received SIGTERM", "jobs: released", "stopped cleanly"):
+                if key in line and key not in stamps:
+                    stamps[key] = datetime.datetime.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%S.%fZ")
+        self.assertEqual(len(stamps), 3, log[-2000:])
+        return stop_log, {k: (t - stamps["received SIGTERM"]).total_seconds() for k, t in stamps.items()}
+
     def test_sigkill_and_restart_with_default_settings(self):
         s = self.start()
         first_due = time.time() + 10
@@ -203,15 +217,12 @@ class TestRestart(NodesTest):
         drained_in = exited - termed
         # The jobs' leases went at once, not after the drain: other nodes
         # take the jobs without waiting for this node's reminders.
-        stamps = {}
-        for line in s.log().splitlines():
-            for key in ("received SIGTERM", "jobs: released"):
-                if key in line and key not in stamps:
-                    stamps[key] = datetime.datetime.strptime(line.split()[0], "%Y-%m-%dT%H:%M:%S.%fZ")
-        self.assertEqual(len(stamps), 2, s.log()[-2000:])
-        released_in = (stamps["jobs: released"] - stamps["received SIGTERM"]).total_seconds()
+        stop_log, since_term = self.stop_log(s)
+        released_in = since_term["jobs: released"]
         self.assertLess(released_in, 0.5, "job leases released %.2f s after the SIGTERM (stopped in %.2f s)"
                         % (released_in, drained_in))
+        # The drain ended because everything was delivered, not at its bound.
+        self.assertNotIn("claimed deliveries waiting", stop_log)
         # Restarted at once: the rest fires, and nothing twice.
         s = self.start()
         total = len(due)
@@ -241,7 +252,12 @@ class TestRestart(NodesTest):
             self.assertTrue(all(f is not None and f <= exited for _, f in v), "%s: not all before the exit" % k)
             worst = max(f - d for d, f in v)
             self.assertLessEqual(worst, DRAIN_SLACK, "%s fired %.2f s late" % (k, worst))
-        self.assertLess(drained_in, 4.0, "the stop took %.2f s" % drained_in)
+        # The server's own stop: the drain (what is claimed is due within
+        # the 2 s window) and the rest of a stop. The process's exit after
+        # it (the sanitizers' leak check, on a loaded machine) is not the
+        # server's: it is only bounded loosely.
+        self.assertLess(since_term["stopped cleanly"], 3.5, "the stop took %.2f s" % since_term["stopped cleanly"])
+        self.assertLess(drained_in, 8.0, "the process ended %.2f s after the SIGTERM" % drained_in)
         sent = collections.Counter(r["headers"]["x-chime-delivery"] for r in HOOKS.requests
                                    if json.loads(r["body"]).get("user_id") == self.user["id"])
         self.assertEqual([d for d, c in sent.items() if c > 1], [], "webhooks sent twice")
@@ -256,8 +272,12 @@ class TestRestart(NodesTest):
         t0 = time.time()
         self.assertEqual(s.stop(), 0)
         took = time.time() - t0
-        print("stopped in %.2f s" % took)
-        self.assertLess(took, 1.0)
+        _, since_term = self.stop_log(s)
+        print("stopped in %.2f s, the process ended in %.2f s" % (since_term["stopped cleanly"], took))
+        # The server's stop (the process's end after it, the sanitizers'
+        # leak check on a loaded machine, only loosely).
+        self.assertLess(since_term["stopped cleanly"], 1.0)
+        self.assertLess(took, 6.0)
 
     @unittest.skipUnless(BACKEND == "pg", "two nodes need PostgreSQL")
     def test_takeover_adopts_the_dead_nodes_claims(self):
