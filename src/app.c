@@ -270,7 +270,7 @@ static int register_jobs(app *a)
                         .misfire = JOBS_MISFIRE_RUN_ONCE, .max_run_ms = 5 * 60000};
     if (jobs_register(a->jobs, &cleanup, err, sizeof err) != 0) goto fail;
     a->chat_cleanup = (chat_cleanup_opts){.retention_ms = a->cfg.sync_retention_days * 86400000,
-                                          .dead_after_ms = 4 * a->cfg.lease_ttl};
+                                          .dead_after_ms = 4 * a->cfg.lease_ttl, .tail = chat_tail_of(a->chat)};
     jobs_def chat = {.name = "chat.cleanup", .schedule = "30 * * * * *", .time_zone = "UTC",
                      .handler = chat_cleanup_job, .arg = &a->chat_cleanup, .enabled = true,
                      .misfire = JOBS_MISFIRE_RUN_ONCE, .max_run_ms = 5 * 60000};

@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chat/chat_tail.h"
 #include "http/jsonw.h"
 #include "store/store.h"
 
@@ -53,9 +54,12 @@ enum { CHAT_OK = 0, CHAT_NOT_FOUND = 1, CHAT_ERROR = -1 };
 
 /* ---- writes (chat_ops.c), each inside the writer's open transaction ---- */
 
-/* A user's number moved to seq; unread is their unread count with it. */
+/* A user's number moved to seq; unread is their unread count with it;
+ * part: the change as chat_tail keeps it (borrowed from the result that
+ * owns it), or NULL when the writer keeps no tail or could not make it. */
 typedef struct chat_news {
     int64_t user, seq, unread;
+    chat_part *part;
 } chat_news;
 
 /* What a write answers, and whom it tells. */
@@ -74,6 +78,11 @@ typedef struct chat_result {
     size_t nsignal, signal_cap;
     int64_t self;        /* a fan-out's writer: whose change number... */
     int64_t self_seq;    /* ...is kept here (0: none) */
+    bool want_parts;     /* set by the writer when it keeps a tail: each
+                          * change is rendered for it (chat_tail.h) */
+    chat_part **parts;   /* those renderings (owned: one reference each) */
+    size_t nparts, parts_cap;
+    chat_part *part;     /* the change being fanned out's (borrowed) */
 } chat_result;
 
 void chat_result_free(chat_result *r);
@@ -130,6 +139,21 @@ int chat_share(store *db, int64_t a, int64_t b, bool *shared);
 json_t *chat_message_json(store_stmt *st, int at);
 /* The same, written into w. */
 void chat_message_write(jsonw *w, store_stmt *st, int at);
+
+/* A message's fields, for the writers below. */
+typedef struct chat_msg {
+    int64_t conv, seq, id, sender, sent_ms;
+    const char *client_id, *text;
+    size_t text_len;
+} chat_msg;
+
+/* A message's members (id ... sent) into w's open object: the one form
+ * of a message in a pull, a 201 and the tail. */
+void chat_message_members(jsonw *w, const chat_msg *m);
+/* A change's members after its seq ("kind", "conversation_id", and the
+ * message, read mark or member it names) into w's open object; m: the
+ * message of a "message" change (NULL: gone, shown as null). */
+void chat_change_members(jsonw *w, const char *kind, int64_t conv, int64_t ref, const chat_msg *m);
 
 /* Adds the chat's schema steps (chat_schema.c) to the one list. */
 int chat_schema_add(store_schema *s);

@@ -180,8 +180,11 @@ int chat_cleanup_job(jobs_run *r, void *arg)
         return -1;
     }
     while (users == CHAT_CLEANUP_BATCH) {
-        if (jobs_run_should_stop(r) || prune_batch(r, now - o->retention_ms, &users) != 0) return -1;
-        pruned += users;
+        int rc = jobs_run_should_stop(r) ? -1 : prune_batch(r, now - o->retention_ms, &users);
+        if (rc == 0) pruned += users;
+        /* Pulls answered from memory must not show what is pruned. */
+        if ((pruned || rc != 0) && o->tail) chat_tail_clear(o->tail);
+        if (rc != 0) return -1;
     }
     if (jobs_run_batches(r, "DELETE FROM ws_tickets WHERE hash IN (SELECT hash FROM ws_tickets WHERE expires_ms <= $1 "
                             "LIMIT $2)", now, CHAT_CLEANUP_BATCH, &tickets) != 0 ||

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "chat/chat_tail.h"
 #include "jobs/jobs.h"
 #include "store/store.h"
 
@@ -13,6 +14,7 @@ typedef struct chat_cleanup_opts {
     int64_t dead_after_ms; /* a node silent this long is dead (its presence goes) */
     int64_t checked_to;    /* the job's own: the last user whose unread total it checked
                             * (0: none yet, start at random; -1: start from the first) */
+    chat_tail *tail;       /* borrowed: forgotten when changes are pruned (NULL: none) */
 } chat_cleanup_opts;
 
 /* arg: a chat_cleanup_opts that outlives the scheduler (the job moves its

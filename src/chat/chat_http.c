@@ -338,7 +338,10 @@ static void handle_sync(http_req *r, void *arg)
     if (query_int(r, "since", 0, INT64_MAX, &since) < 0 || query_int(r, "limit", 1, CHAT_SYNC_MAX, &limit) < 0) return;
     jsonw w;
     jw_init(&w, 1024);
-    if (chat_sync(db, r->user_id, since, (int)limit, &seq, &pruned, &w) != CHAT_OK)
+    /* The pull that follows a push is answered from memory (chat_tail.h). */
+    bool mem = c->tail && chat_tail_sync(c->tail, r->user_id, since, (int)limit, &w);
+    if (mem) seq = pruned = since; /* within the bounds */
+    if (!mem && chat_sync(db, r->user_id, since, (int)limit, &seq, &pruned, &w) != CHAT_OK)
         http_send_db_error(r, store_errmsg(db));
     else if (since > seq)
         http_send_error(r, 400, "invalid_value", "since", "since (%lld) is past your newest change (%lld)",
@@ -370,10 +373,19 @@ chat_service *chat_new(const chat_opts *o)
     chat_service *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->o = *o;
+    if (strncmp(o->db_url, "sqlite:", 7) == 0 && !(c->tail = chat_tail_new())) {
+        free(c);
+        return NULL;
+    }
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     pthread_mutex_init(&c->limit_mu, NULL);
     return c;
+}
+
+chat_tail *chat_tail_of(chat_service *c)
+{
+    return c->tail;
 }
 
 void chat_register(chat_service *c, http_server *s)
@@ -414,7 +426,7 @@ static void on_commit(void *arg, const chat_news *news, size_t n)
 int chat_start(chat_service *c, idgen *ids)
 {
     chat_writer_opts wo = {.db_url = c->o.db_url, .group_max_members = c->o.group_max_members, .ids = ids,
-                           .on_told = on_told, .on_commit = on_commit, .arg = c};
+                           .tail = c->tail, .on_told = on_told, .on_commit = on_commit, .arg = c};
     chat_writer *w = chat_writer_new(&wo);
     if (!w || chat_writer_start(w) != 0) {
         chat_writer_free(w);
@@ -440,6 +452,7 @@ void chat_free(chat_service *c)
             free(k);
         }
     free(c->remote);
+    chat_tail_free(c->tail);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     pthread_mutex_destroy(&c->limit_mu);

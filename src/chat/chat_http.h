@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "chat/chat_tail.h"
 #include "deliver/push.h"
 #include "http/server.h"
 #include "cluster/idgen.h"
@@ -41,6 +42,9 @@ typedef struct chat_service chat_service;
 
 /* The routes' context; nothing runs yet. NULL when out of memory. */
 chat_service *chat_new(const chat_opts *o);
+/* Each user's newest changes, as the writer keeps them (chat_tail.h);
+ * NULL when none are kept (PostgreSQL). */
+chat_tail *chat_tail_of(chat_service *c);
 /* The hub's events (arg: c), to make the hub with. */
 ws_hub_events chat_ws_events(chat_service *c);
 /* Borrows the hub the gateway serves and the push channel it tells. */

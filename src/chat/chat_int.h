@@ -27,6 +27,9 @@ struct chat_service {
      * writer's commits unpark requests on running loops), so a request
      * can come first and is told to retry. Read from every loop. */
     _Atomic(chat_writer *) writer;
+    /* Each user's newest changes (SQLite: one node writes; else NULL),
+     * put by the writer, read by the pulls. */
+    chat_tail *tail;
     ws_hub *hub;
     push *push;
     /* The presence ticker: writes this node's connection count. */

@@ -12,13 +12,14 @@
 
 #include "base/base.h"
 #include "chat/chat.h"
-#include "time/rfc3339.h"
 
 void chat_result_free(chat_result *r)
 {
     json_decref(r->body);
     free(r->rendered);
     free(r->signal);
+    for (size_t i = 0; i < r->nparts; i++) chat_part_release(r->parts[i]);
+    free(r->parts);
     memset(r, 0, sizeof *r);
 }
 
@@ -44,7 +45,7 @@ static int signal_add(chat_result *r, int64_t user, int64_t seq, int64_t unread)
         if (!grown) return STORE_ERROR;
         r->signal = grown;
     }
-    r->signal[r->nsignal++] = (chat_news){.user = user, .seq = seq, .unread = unread};
+    r->signal[r->nsignal++] = (chat_news){.user = user, .seq = seq, .unread = unread, .part = r->part};
     return STORE_OK;
 }
 
@@ -82,7 +83,32 @@ typedef struct chat_change {
     const char *kind;
     int64_t ref, now;
     int64_t unread, who, who_unread;
+    const chat_msg *msg; /* a message's */
 } chat_change;
+
+/* The change as the writer's tail keeps it (chat_tail.h), made once for
+ * all the users it goes to, when the writer keeps one: r->part for the
+ * signals that follow. Out of memory, r->part is NULL, and the tail
+ * forgets those users rather than keep a gap. */
+static void part_begin(chat_result *r, const chat_change *ch)
+{
+    r->part = NULL;
+    if (!r->want_parts) return;
+    if (r->nparts == r->parts_cap) {
+        chat_part **grown = base_grow(r->parts, sizeof *grown, &r->parts_cap);
+        if (!grown) return;
+        r->parts = grown;
+    }
+    jsonw w;
+    jw_init(&w, 192 + (ch->msg ? ch->msg->text_len : 0));
+    jw_obj(&w);
+    chat_change_members(&w, ch->kind, ch->conv, ch->ref, ch->msg);
+    size_t len;
+    const char *members = jw_open_members(&w, &len);
+    chat_part *p = jw_failed(&w) ? NULL : chat_part_new(members, len);
+    jw_free(&w);
+    if (p) r->parts[r->nparts++] = r->part = p;
+}
 
 static int64_t unread_delta(const chat_change *ch, int64_t user)
 {
@@ -184,8 +210,10 @@ static int fan_out_rows(store *db, const chat_change *ch, chat_result *r)
 
 static int fan_out(store *db, const chat_change *ch, chat_result *r)
 {
-    if (store_backend_of(db) == STORE_PG) return fan_out_set(db, ch, r);
-    return fan_out_rows(db, ch, r);
+    part_begin(r, ch);
+    int rc = store_backend_of(db) == STORE_PG ? fan_out_set(db, ch, r) : fan_out_rows(db, ch, r);
+    r->part = NULL;
+    return rc;
 }
 
 /* One change for one user (a read mark), which moves their unread count
@@ -203,7 +231,10 @@ static int change_one(store *db, int64_t user, const chat_change *ch, chat_resul
     store_reset(st);
     if (!found || rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
     rc = change_insert(db, user, seq, ch);
-    return rc == STORE_OK ? signal_add(r, user, seq, unread) : rc;
+    part_begin(r, ch);
+    if (rc == STORE_OK) rc = signal_add(r, user, seq, unread);
+    r->part = NULL;
+    return rc;
 }
 
 /* ---- membership ----------------------------------------------------------- */
@@ -552,24 +583,12 @@ static int message_insert(store *db, int64_t conv, int64_t seq, int64_t id, int6
  * it needs no pull for its own message: when its sync frame says
  * user_seq and the device had everything up to user_seq - 1, it is up to
  * date (Telegram's pts of a sent message). */
-static int message_render(chat_result *r, int64_t conv, int64_t seq, int64_t id, int64_t me, const char *client_id,
-                          const char *text, int64_t now)
+static int message_render(chat_result *r, const chat_msg *m)
 {
-    char c[17], i[17], s[17], sent[32];
-    base_id_format(conv, c);
-    base_id_format(id, i);
-    base_id_format(me, s);
-    rfc3339_format_ms(now, sent, sizeof sent);
     jsonw w;
-    jw_init(&w, 256 + strlen(text) + strlen(client_id));
+    jw_init(&w, 256 + m->text_len + strlen(m->client_id));
     jw_obj(&w);
-    jw_kplain(&w, "id", i);
-    jw_kplain(&w, "conversation_id", c);
-    jw_kplain(&w, "sender", s);
-    jw_kint(&w, "seq", seq);
-    jw_kstr(&w, "client_msg_id", client_id);
-    jw_kstr(&w, "text", text);
-    jw_kplain(&w, "sent", sent);
+    chat_message_members(&w, m);
     jw_kint(&w, "user_seq", r->self_seq);
     jw_obj_end(&w);
     if (jw_failed(&w)) {
@@ -598,13 +617,15 @@ int chat_send(store *db, int64_t me, int64_t conv, const char *client_id, const 
     }
     rc = next_number(db, conv, seq, now);
     r->self = me;
+    chat_msg m = {.conv = conv, .seq = seq, .id = id, .sender = me, .sent_ms = now, .client_id = client_id,
+                  .text = text, .text_len = strlen(text)};
     /* One more unread for every member; the sender has read up to it. */
     chat_change ch = {.conv = conv, .kind = "message", .ref = seq, .now = now, .unread = 1, .who = me,
-                      .who_unread = -(seq - read)};
+                      .who_unread = -(seq - read), .msg = &m};
     if (rc == STORE_OK) rc = fan_out(db, &ch, r);
     if (rc != STORE_OK) return rc;
     r->status = 201;
-    return message_render(r, conv, seq, id, me, client_id, text, now);
+    return message_render(r, &m);
 }
 
 int chat_read(store *db, int64_t me, int64_t conv, int64_t up_to, int64_t now, chat_result *r)

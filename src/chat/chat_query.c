@@ -211,23 +211,61 @@ int chat_messages(store *db, int64_t me, int64_t conv, int64_t before, int64_t a
 
 /* ---- sync --------------------------------------------------------------- */
 
-void chat_message_write(jsonw *w, store_stmt *st, int at)
+void chat_message_members(jsonw *w, const chat_msg *m)
 {
     char id[17], conv[17], sender[17], sent[32];
-    base_id_format(store_col_int64(st, at + 2), id);
-    base_id_format(store_col_int64(st, at), conv);
-    base_id_format(store_col_int64(st, at + 3), sender);
-    rfc3339_format_ms(store_col_int64(st, at + 6), sent, sizeof sent);
-    jw_obj(w);
+    base_id_format(m->id, id);
+    base_id_format(m->conv, conv);
+    base_id_format(m->sender, sender);
+    rfc3339_format_ms(m->sent_ms, sent, sizeof sent);
     jw_kplain(w, "id", id);
     jw_kplain(w, "conversation_id", conv);
     jw_kplain(w, "sender", sender);
-    jw_kint(w, "seq", store_col_int64(st, at + 1));
-    jw_kstr(w, "client_msg_id", store_col_text(st, at + 4));
+    jw_kint(w, "seq", m->seq);
+    jw_kstr(w, "client_msg_id", m->client_id);
     jw_key(w, "text");
-    jw_strn(w, store_col_text(st, at + 5), store_col_len(st, at + 5));
+    jw_strn(w, m->text, m->text_len);
     jw_kplain(w, "sent", sent);
+}
+
+/* A message from columns at (as chat_message_json reads them). */
+static chat_msg msg_of(store_stmt *st, int at)
+{
+    return (chat_msg){.conv = store_col_int64(st, at), .seq = store_col_int64(st, at + 1),
+                      .id = store_col_int64(st, at + 2), .sender = store_col_int64(st, at + 3),
+                      .client_id = store_col_text(st, at + 4), .text = store_col_text(st, at + 5),
+                      .text_len = store_col_len(st, at + 5), .sent_ms = store_col_int64(st, at + 6)};
+}
+
+void chat_message_write(jsonw *w, store_stmt *st, int at)
+{
+    chat_msg m = msg_of(st, at);
+    jw_obj(w);
+    chat_message_members(w, &m);
     jw_obj_end(w);
+}
+
+void chat_change_members(jsonw *w, const char *kind, int64_t conv, int64_t ref, const chat_msg *m)
+{
+    char c[17], user[17];
+    base_id_format(conv, c);
+    jw_kstr(w, "kind", kind);
+    jw_kplain(w, "conversation_id", c);
+    if (strcmp(kind, "message") == 0) {
+        jw_key(w, "message");
+        if (!m) {
+            jw_null(w);
+        } else {
+            jw_obj(w);
+            chat_message_members(w, m);
+            jw_obj_end(w);
+        }
+    } else if (strcmp(kind, "read") == 0) {
+        jw_kint(w, "up_to", ref);
+    } else if (strncmp(kind, "member_", 7) == 0) {
+        base_id_format(ref, user);
+        jw_kplain(w, "user", user);
+    }
 }
 
 /* A change from columns at: seq, kind, conversation, ref, then the
@@ -235,21 +273,14 @@ void chat_message_write(jsonw *w, store_stmt *st, int at)
 static void change_write(jsonw *w, store_stmt *st, int at)
 {
     const char *kind = store_col_text(st, at + 1);
-    char conv[17], user[17];
-    base_id_format(store_col_int64(st, at + 2), conv);
+    int64_t conv = store_col_int64(st, at + 2), ref = store_col_int64(st, at + 3);
     jw_obj(w);
     jw_kint(w, "seq", store_col_int64(st, at));
-    jw_kstr(w, "kind", kind);
-    jw_kplain(w, "conversation_id", conv);
-    if (strcmp(kind, "message") == 0) {
-        jw_key(w, "message");
-        if (store_col_is_null(st, at + 4)) jw_null(w);
-        else chat_message_write(w, st, at + 4);
-    } else if (strcmp(kind, "read") == 0) {
-        jw_kint(w, "up_to", store_col_int64(st, at + 3));
-    } else if (strncmp(kind, "member_", 7) == 0) {
-        base_id_format(store_col_int64(st, at + 3), user);
-        jw_kplain(w, "user", user);
+    if (strcmp(kind, "message") == 0 && !store_col_is_null(st, at + 4)) {
+        chat_msg m = msg_of(st, at + 4);
+        chat_change_members(w, kind, conv, ref, &m);
+    } else {
+        chat_change_members(w, kind, conv, ref, NULL);
     }
     jw_obj_end(w);
 }

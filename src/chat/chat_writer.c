@@ -40,6 +40,7 @@ struct chat_writer {
     chat_op *head, **tail;
     bool stopping;
     int64_t batches, ops; /* for the log at exit */
+    int64_t swept_ms;     /* the tail's last sweep */
 };
 
 void chat_op_free(chat_op *op)
@@ -109,6 +110,7 @@ static int op_run(chat_writer *w, store *db, chat_op *op)
 {
     int64_t now = base_now_ms();
     chat_result_free(&op->res);
+    op->res.want_parts = w->o.tail != NULL;
     chat_limits lim = {.group_max_members = w->o.group_max_members};
     switch (op->kind) {
     case CHAT_OP_DIRECT: return chat_create_direct(db, op->me, op->other, now, &op->res);
@@ -252,12 +254,31 @@ static bool news_add(chat_news **all, size_t *n, size_t *cap, const chat_result 
     return true;
 }
 
+/* The changes committed go to the tail, before any device hears of them
+ * (so the pull a frame sets off finds them there); every change, so the
+ * tail never has a gap (chat_tail.h). Users idle for a while leave it,
+ * looked for once a second. */
+static void tail_put(chat_writer *w, chat_op *ops)
+{
+    int64_t now = base_now_ms();
+    for (chat_op *op = ops; op; op = op->next)
+        for (size_t i = 0; i < op->res.nsignal; i++) {
+            const chat_news *s = &op->res.signal[i];
+            chat_tail_put(w->o.tail, s->user, s->seq, s->part, now);
+        }
+    if (now - w->swept_ms >= 1000) {
+        chat_tail_sweep(w->o.tail, now);
+        w->swept_ms = now;
+    }
+}
+
 /* The users whose sequences moved, for the gateway to tell. Out of
  * memory, some are not told: their devices catch up at the next frame. */
 static void tell(chat_writer *w, chat_op *ops)
 {
     size_t n = 0, cap = 0;
     chat_news *all = NULL;
+    if (w->o.tail) tail_put(w, ops);
     for (chat_op *op = ops; op && w->o.on_told; op = op->next)
         if (op->conn && op->res.status == 201 && op->res.self_seq > 0)
             w->o.on_told(w->o.arg, op->me, op->conn, op->res.self_seq);

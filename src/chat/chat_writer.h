@@ -45,6 +45,7 @@ typedef struct chat_writer_opts {
     const char *db_url;
     int64_t group_max_members;
     idgen *ids; /* borrowed: new messages' ids (NULL: random ones) */
+    chat_tail *tail; /* borrowed: where committed changes go (NULL: none kept) */
     /* After each commit, on the writer's thread: first, for each send
      * that named its sender's WebSocket, that the connection knows the
      * sender's new number from the 201 (on_told); then the users whose
