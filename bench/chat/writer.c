@@ -4,8 +4,10 @@
  * each, as chat_writer.c runs them (a warm-up of 200 batches, then the
  * measured ones). bench/chat/writer.sh counts the instructions a message
  * inside run_batches; the whole server's figures come from run.sh.
+ * With "group": a group of GROUP of those users, and one message to it a
+ * transaction (run_group), as the bench's rounds send them.
  *
- * usage: chatwriter PATH.db [batches] */
+ * usage: chatwriter PATH.db [batches [group]] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 
 #define USERS 2000
 #define BATCH 20
+#define GROUP 500
 #define TEXT "hello there, a message of some length for the bench"
 
 static void die(const char *what, store *s)
@@ -51,6 +54,12 @@ typedef struct pair {
     int64_t users[2], conv;
 } pair;
 
+static void tail_put(chat_tail *t, chat_result *r)
+{
+    int64_t now = base_now_ms();
+    for (size_t k = 0; k < r->nsignal; k++) chat_tail_put(t, r->signal[k].user, r->signal[k].seq, r->signal[k].part, now);
+}
+
 /* Messages between random pairs, by either side; ids count from *next.
  * Each batch's changes go to the tail after its commit, as the writer
  * puts them (SQLite keeps one: chat_tail.h). */
@@ -69,13 +78,45 @@ __attribute__((noinline)) void run_batches(store *s, chat_tail *t, const pair *p
                 die("a send", s);
         }
         if (store_commit(s) != STORE_OK) die("commit", s);
-        int64_t now = base_now_ms();
         for (int i = 0; i < BATCH; i++) {
-            for (size_t k = 0; k < r[i].nsignal; k++)
-                chat_tail_put(t, r[i].signal[k].user, r[i].signal[k].seq, r[i].signal[k].part, now);
+            tail_put(t, &r[i]);
             chat_result_free(&r[i]);
         }
     }
+}
+
+/* Messages to a group by random members, one a transaction. */
+__attribute__((noinline)) void run_group(store *s, chat_tail *t, const int64_t *members, int64_t conv, int n,
+                                         int64_t *next)
+{
+    char cid[32];
+    for (int b = 0; b < n; b++) {
+        int64_t me = members[rand() % GROUP], id = ++*next;
+        snprintf(cid, sizeof cid, "g%lld", (long long)id);
+        chat_result r = {.want_parts = true};
+        if (store_begin(s) != STORE_OK) die("begin", s);
+        if (chat_send(s, me, conv, cid, TEXT, id, base_now_ms(), &r) != STORE_OK || r.status != 201)
+            die("a group send", s);
+        if (store_commit(s) != STORE_OK) die("commit", s);
+        tail_put(t, &r);
+        chat_result_free(&r);
+    }
+}
+
+static int64_t group(store *s, const pair *pairs, int64_t *members)
+{
+    for (int i = 0; i < GROUP; i++) members[i] = pairs[i / 2].users[i % 2];
+    chat_result r = {0};
+    chat_limits lim = {.group_max_members = GROUP};
+    if (store_begin(s) != STORE_OK) die("begin", s);
+    if (chat_create_group(s, members[0], "g", members + 1, GROUP - 1, &lim, 0, &r) != STORE_OK || r.status != 201)
+        die("a group", s);
+    if (store_commit(s) != STORE_OK) die("commit", s);
+    int64_t id = 0;
+    const char *text = json_string_value(json_object_get(r.body, "id"));
+    if (!text || base_id_parse(text, strlen(text), &id) != 0) die("a group's id", NULL);
+    chat_result_free(&r);
+    return id;
 }
 
 int main(int argc, char **argv)
@@ -105,10 +146,18 @@ int main(int argc, char **argv)
     srand(1);
     chat_tail *t = chat_tail_new();
     if (!t) die("out of memory", s);
-    run_batches(s, t, pairs, 200, &next);
-    run_batches(s, t, pairs, batches, &next);
+    if (argc > 3 && strcmp(argv[3], "group") == 0) {
+        static int64_t members[GROUP];
+        int64_t conv = group(s, pairs, members);
+        run_group(s, t, members, conv, 20, &next);
+        run_group(s, t, members, conv, batches, &next);
+        printf("%d group messages measured after 20 warm-up\n", batches);
+    } else {
+        run_batches(s, t, pairs, 200, &next);
+        run_batches(s, t, pairs, batches, &next);
+        printf("%d messages measured after %d warm-up\n", batches * BATCH, 200 * BATCH);
+    }
     chat_tail_free(t);
     store_close(s);
-    printf("%d messages measured after %d warm-up\n", batches * BATCH, 200 * BATCH);
     return 0;
 }

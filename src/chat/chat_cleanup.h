@@ -15,11 +15,28 @@ typedef struct chat_cleanup_opts {
     int64_t checked_to;    /* the job's own: the last user whose unread total it checked
                             * (0: none yet, start at random; -1: start from the first) */
     chat_tail *tail;       /* borrowed: forgotten when changes are pruned (NULL: none) */
+    int64_t pruned_from;   /* the job's own: the last user the prune looked at (0: a new round) */
 } chat_cleanup_opts;
 
 /* arg: a chat_cleanup_opts that outlives the scheduler (the job moves its
  * checked_to; one run at a time). */
 int chat_cleanup_job(jobs_run *r, void *arg);
+
+/* The prune, in two steps so that no write transaction is open while the
+ * users' changes are walked. A user whose changes pruned_to+1 .. to can go: */
+typedef struct chat_prune_cut {
+    int64_t user, from, to; /* from: pruned_to as read */
+} chat_prune_cut;
+
+/* Reads the (at most limit) users after *from in id order; those with
+ * changes older than bound_ms after their pruned_to go into cuts (room for
+ * limit; *n of them): the changes before their first one at or after
+ * bound_ms. *from moves to the last user read, or to 0 when there were
+ * fewer than limit (the round is over). STORE_OK or an error. */
+int chat_prune_read(store *db, int64_t *from, int64_t bound_ms, int limit, chat_prune_cut *cuts, size_t *n);
+/* Moves each user's pruned_to to its cut's end and deletes the changes
+ * cut, in the caller's transaction. */
+int chat_prune_cut_apply(store *db, const chat_prune_cut *cuts, size_t n);
 
 /* The check of the kept unread totals (chat.h), in two steps so that no
  * write transaction is open while the sums are read. A user whose kept
