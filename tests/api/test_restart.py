@@ -275,8 +275,10 @@ class TestRestart(NodesTest):
         _, since_term = self.stop_log(s)
         print("stopped in %.2f s, the process ended in %.2f s" % (since_term["stopped cleanly"], took))
         # The server's stop (the process's end after it, the sanitizers'
-        # leak check on a loaded machine, only loosely).
-        self.assertLess(since_term["stopped cleanly"], 1.0)
+        # leak check on a loaded machine, only loosely): well under the
+        # 3 s a drain may wait (0.25-0.3 s here alone; 2 s leaves room for
+        # the sanitizers on a loaded machine).
+        self.assertLess(since_term["stopped cleanly"], 2.0)
         self.assertLess(took, 6.0)
 
     @unittest.skipUnless(BACKEND == "pg", "two nodes need PostgreSQL")
