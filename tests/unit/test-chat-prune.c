@@ -23,15 +23,8 @@ static int setup_base(void **state)
 /* A user whose changes 1.. were written at the times given (ms). */
 static void user_with(store *s, int64_t id, const int64_t *created, int n)
 {
-    char email[32];
-    snprintf(email, sizeof email, "p%lld@x.com", (long long)id);
-    store_stmt *st = store_prepare(s, "INSERT INTO users (id, email, email_lower, name, password_hash, created_ms) "
-                                      "VALUES ($1, $2, $2, 'n', 'h', 0)");
-    store_bind_int64(st, 1, id);
-    store_bind_str(st, 2, email);
-    assert_int_equal(store_step(st), STORE_DONE);
-    store_reset(st);
-    st = store_prepare(s, "INSERT INTO chat_seqs (user_id, seq) VALUES ($1, $2)");
+    testdb_user(s, id);
+    store_stmt *st = store_prepare(s, "INSERT INTO chat_seqs (user_id, seq) VALUES ($1, $2)");
     store_bind_int64(st, 1, id);
     store_bind_int64(st, 2, n);
     assert_int_equal(store_step(st), STORE_DONE);

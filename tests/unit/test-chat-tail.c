@@ -30,18 +30,6 @@ static int setup_base(void **state)
     return base_init();
 }
 
-static void user_row(store *s, int64_t id)
-{
-    char email[32];
-    snprintf(email, sizeof email, "t%lld@x.com", (long long)id);
-    store_stmt *st = store_prepare(s, "INSERT INTO users (id, email, email_lower, name, password_hash, created_ms) "
-                                      "VALUES ($1, $2, $2, 'n', 'h', 0)");
-    store_bind_int64(st, 1, id);
-    store_bind_str(st, 2, email);
-    assert_int_equal(store_step(st), STORE_DONE);
-    store_reset(st);
-}
-
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static int64_t pick(int64_t n)
@@ -114,7 +102,7 @@ static void test_answers_are_the_databases(void **state)
     store *s = db->s;
     chat_tail *t = chat_tail_new();
     assert_non_null(t);
-    for (int64_t u = 1; u <= NUSERS; u++) user_row(s, u);
+    for (int64_t u = 1; u <= NUSERS; u++) testdb_user(s, u);
     chat_limits lim = {.group_max_members = 500};
     int64_t convs[6], admins[6] = {1, 2, 3, 1, 2, 3};
     int n = 0, answered = 0, sends = 0;

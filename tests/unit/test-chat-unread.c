@@ -25,18 +25,6 @@ static int setup_base(void **state)
     return base_init();
 }
 
-static void user_row(store *s, int64_t id)
-{
-    char email[32];
-    snprintf(email, sizeof email, "u%lld@x.com", (long long)id);
-    store_stmt *st = store_prepare(s, "INSERT INTO users (id, email, email_lower, name, password_hash, created_ms) "
-                                      "VALUES ($1, $2, $2, 'n', 'h', 0)");
-    store_bind_int64(st, 1, id);
-    store_bind_str(st, 2, email);
-    assert_int_equal(store_step(st), STORE_DONE);
-    store_reset(st);
-}
-
 /* Every user's kept total equals the computed one. */
 static void assert_kept(store *s)
 {
@@ -151,7 +139,7 @@ static void test_kept_through_every_write(void **state)
     store *s = db->s;
     int64_t convs[6], admins[6] = {1, 2, 3, 1, 2, 3};
     int n = 0;
-    for (int64_t u = 1; u <= NUSERS; u++) user_row(s, u);
+    for (int64_t u = 1; u <= NUSERS; u++) testdb_user(s, u);
     chat_limits lim = {.group_max_members = 500};
     for (int64_t g = 1; g <= 3; g++) { /* groups of 1 + 3 members, admins 1, 2, 3 */
         int64_t members[3] = {g % NUSERS + 1, (g + 1) % NUSERS + 1, (g + 2) % NUSERS + 1};
@@ -191,7 +179,7 @@ static void test_migration(void **state)
     for (int i = 0; i < all.n && all.steps[i]->version < 41; i++)
         assert_int_equal(store_schema_add(&before, all.steps[i], 1), 0);
     assert_int_equal(store_migrate(db->s, &before), STORE_OK);
-    for (int64_t u = 1; u <= 3; u++) user_row(db->s, u);
+    for (int64_t u = 1; u <= 3; u++) testdb_user(db->s, u);
     EXEC_OK(db->s, "INSERT INTO conversations (id, kind, pair_key, created_by, created_ms, last_seq, last_ms) VALUES "
                    "(10, 'group', NULL, 1, 0, 9, 0), (11, 'direct', '1:2', 1, 0, 4, 0)");
     /* 1: 9 - 2 in the group, 4 - 4 direct; 2: left at 5, read 1, and 4 - 0
@@ -272,7 +260,7 @@ static void test_check_sets_only_what_did_not_move(void **state)
 {
     testdb *db = *state;
     store *s = db->s;
-    for (int64_t u = 1; u <= 4; u++) user_row(s, u);
+    for (int64_t u = 1; u <= 4; u++) testdb_user(s, u);
     chat_result r = {0};
     assert_int_equal(store_begin(s), STORE_OK);
     assert_int_equal(chat_create_direct(s, 1, 2, 1, &r), STORE_OK);
@@ -316,7 +304,7 @@ static void test_check_walks_the_users_round(void **state)
 {
     testdb *db = *state;
     store *s = db->s;
-    for (int64_t u = 1; u <= NUSERS; u++) user_row(s, u);
+    for (int64_t u = 1; u <= NUSERS; u++) testdb_user(s, u);
     chat_limits lim = {.group_max_members = 500};
     int64_t members[5] = {2, 3, 4, 5, 6};
     chat_result r = {0};

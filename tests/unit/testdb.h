@@ -44,6 +44,20 @@ typedef struct testdb {
     char pgname[64];           /* PostgreSQL: the database name */
 } testdb;
 
+/* A bare users row with id (email "u<id>@x.com"), for the tables whose
+ * foreign keys name a user. */
+static inline void testdb_user(store *s, int64_t id)
+{
+    char email[40];
+    snprintf(email, sizeof email, "u%lld@x.com", (long long)id);
+    store_stmt *st = store_prepare(s, "INSERT INTO users (id, email, email_lower, name, password_hash, created_ms) "
+                                      "VALUES ($1, $2, $2, 'n', 'h', 0)");
+    store_bind_int64(st, 1, id);
+    store_bind_str(st, 2, email);
+    assert_int_equal(store_step(st), STORE_DONE);
+    store_reset(st);
+}
+
 /* A name no other test in this run uses. */
 static inline void testdb_unique(char *buf, size_t n, const char *prefix)
 {
