@@ -15,6 +15,7 @@
  * and sweeps and clears. */
 #include "testutil.h"
 #include "testdb.h"
+#include "chattest.h"
 
 #include <string.h>
 
@@ -31,23 +32,6 @@ static int setup_base(void **state)
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-
-static int64_t pick(int64_t n)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (int64_t)(rng % (uint64_t)n);
-}
-
-static int64_t conv_id(const chat_result *r)
-{
-    int64_t id = 0;
-    const char *hex = json_string_value(json_object_get(r->body, "id"));
-    assert_non_null(hex);
-    assert_int_equal(base_id_parse(hex, strlen(hex), &id), 0);
-    return id;
-}
 
 /* Every user's pulls that the tail answers are the database's. Returns
  * how many it answered. */
@@ -108,8 +92,8 @@ static void test_answers_are_the_databases(void **state)
     int n = 0, answered = 0, sends = 0;
     for (int step = 0; step < 400; step++) {
         chat_result r = {.want_parts = true};
-        int64_t me = 1 + pick(NUSERS), other = 1 + pick(NUSERS), now = 1000 + step;
-        int kind = n < 6 ? 9 : (int)pick(7), c = n ? (int)pick(n) : 0;
+        int64_t me = 1 + chattest_pick(&rng, NUSERS), other = 1 + chattest_pick(&rng, NUSERS), now = 1000 + step;
+        int kind = n < 6 ? 9 : (int)chattest_pick(&rng, 7), c = n ? (int)chattest_pick(&rng, n) : 0;
         char cid[32];
         snprintf(cid, sizeof cid, "m%d", step);
         assert_int_equal(store_begin(s), STORE_OK);
@@ -120,18 +104,18 @@ static void test_answers_are_the_databases(void **state)
         } else if (kind == 9) {
             rc = chat_create_direct(s, n - 2, n + 2, now, &r);
         } else if (kind <= 2) {
-            rc = chat_send(s, me, convs[c], cid, texts[pick(8)], base_id_new(), now, &r);
+            rc = chat_send(s, me, convs[c], cid, texts[chattest_pick(&rng, 8)], base_id_new(), now, &r);
         } else if (kind == 3) {
-            rc = chat_read(s, me, convs[c], pick(30), now, &r);
+            rc = chat_read(s, me, convs[c], chattest_pick(&rng, 30), now, &r);
         } else if (kind == 4) {
             if (other == admins[c]) other = other % NUSERS + 1; /* a group keeps its admin */
-            rc = chat_remove_member(s, pick(2) ? admins[c] : other, convs[c], other, now, &r);
+            rc = chat_remove_member(s, chattest_pick(&rng, 2) ? admins[c] : other, convs[c], other, now, &r);
         } else {
             rc = chat_add_members(s, admins[c], convs[c], &other, 1, &lim, now, &r);
         }
         assert_int_equal(rc, STORE_OK);
         assert_int_equal(store_commit(s), STORE_OK);
-        if (kind == 9) convs[n++] = conv_id(&r);
+        if (kind == 9) convs[n++] = chattest_conv_id(&r);
         sends += kind <= 2 && r.status == 201;
         for (size_t i = 0; i < r.nsignal; i++) assert_non_null(r.signal[i].part);
         put_all(t, &r, now);

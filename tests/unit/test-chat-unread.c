@@ -10,6 +10,7 @@
  * (the row-at-a-time fan-out) and on PostgreSQL (the set statements). */
 #include "testutil.h"
 #include "testdb.h"
+#include "chattest.h"
 
 #include <string.h>
 
@@ -52,23 +53,6 @@ static void assert_news(store *s, const chat_result *r)
 
 static uint64_t rng = 88172645463325252ull;
 
-static int64_t pick(int64_t n)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (int64_t)(rng % (uint64_t)n);
-}
-
-static int64_t conv_id(const chat_result *r)
-{
-    int64_t id = 0;
-    const char *hex = json_string_value(json_object_get(r->body, "id"));
-    assert_non_null(hex);
-    assert_int_equal(base_id_parse(hex, strlen(hex), &id), 0);
-    return id;
-}
-
 /* A removed member's frozen share of unread in conv (0: none, or not
  * removed). */
 static int64_t frozen_share(store *s, int64_t conv, int64_t user)
@@ -105,22 +89,22 @@ static void random_write(store *s, const int64_t *convs, const int64_t *admins, 
 {
     chat_result r = {0};
     chat_limits lim = {.group_max_members = 500};
-    int c = (int)pick(nconvs);
-    int64_t me = 1 + pick(NUSERS), other = 1 + pick(NUSERS), conv = convs[c], now = 1000 + step;
+    int c = (int)chattest_pick(&rng, nconvs);
+    int64_t me = 1 + chattest_pick(&rng, NUSERS), other = 1 + chattest_pick(&rng, NUSERS), conv = convs[c], now = 1000 + step;
     char cid[32];
     snprintf(cid, sizeof cid, "m%d", step);
-    int kind = (int)pick(6), rc;
+    int kind = (int)chattest_pick(&rng, 6), rc;
     if (kind == 4 && other == admins[c]) other = other % NUSERS + 1; /* a group keeps its admin */
-    if (kind == 5 && pick(2) && removed_with_unread(s, conv)) other = removed_with_unread(s, conv);
+    if (kind == 5 && chattest_pick(&rng, 2) && removed_with_unread(s, conv)) other = removed_with_unread(s, conv);
     int64_t share = frozen_share(s, conv, other);
     assert_int_equal(store_begin(s), STORE_OK);
     switch (kind) {
     case 0:
     case 1: rc = chat_send(s, me, conv, cid, "hi", base_id_new(), now, &r); break;
-    case 2: rc = chat_read(s, me, conv, pick(40), now, &r); break;
+    case 2: rc = chat_read(s, me, conv, chattest_pick(&rng, 40), now, &r); break;
     case 3: rc = chat_read(s, me, conv, 1000, now, &r); break; /* past the end: all */
-    case 4: rc = chat_remove_member(s, pick(2) ? admins[c] : other, conv, other, now, &r); break;
-    default: rc = chat_add_members(s, pick(4) ? admins[c] : me, conv, &other, 1, &lim, now, &r); break;
+    case 4: rc = chat_remove_member(s, chattest_pick(&rng, 2) ? admins[c] : other, conv, other, now, &r); break;
+    default: rc = chat_add_members(s, chattest_pick(&rng, 4) ? admins[c] : me, conv, &other, 1, &lim, now, &r); break;
     }
     assert_int_equal(rc, STORE_OK);
     assert_int_equal(store_commit(s), STORE_OK);
@@ -148,7 +132,7 @@ static void test_kept_through_every_write(void **state)
         assert_int_equal(chat_create_group(s, g, "g", members, 3, &lim, 1, &r), STORE_OK);
         assert_int_equal(store_commit(s), STORE_OK);
         assert_int_equal(r.status, 201);
-        convs[n++] = conv_id(&r);
+        convs[n++] = chattest_conv_id(&r);
         chat_result_free(&r);
     }
     for (int64_t d = 1; d <= 3; d++) {
@@ -156,7 +140,7 @@ static void test_kept_through_every_write(void **state)
         assert_int_equal(store_begin(s), STORE_OK);
         assert_int_equal(chat_create_direct(s, d, d + 3, 1, &r), STORE_OK);
         assert_int_equal(store_commit(s), STORE_OK);
-        convs[n++] = conv_id(&r);
+        convs[n++] = chattest_conv_id(&r);
         chat_result_free(&r);
     }
     walk w = {0};
@@ -265,7 +249,7 @@ static void test_check_sets_only_what_did_not_move(void **state)
     assert_int_equal(store_begin(s), STORE_OK);
     assert_int_equal(chat_create_direct(s, 1, 2, 1, &r), STORE_OK);
     assert_int_equal(store_commit(s), STORE_OK);
-    int64_t conv = conv_id(&r);
+    int64_t conv = chattest_conv_id(&r);
     chat_result_free(&r);
     send_one(s, 1, conv, "a");
     send_one(s, 1, conv, "b"); /* 2 has 2 unread, 1 none */
