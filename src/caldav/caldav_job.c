@@ -7,7 +7,16 @@
 
 #include "base/base.h"
 #include "caldav/caldav_store.h"
-#include "cluster/lease.h"
+
+typedef struct prune_args {
+    int64_t bound, *n;
+} prune_args;
+
+static int prune(store *db, void *arg)
+{
+    const prune_args *a = arg;
+    return caldav_prune(db, a->bound, a->n) == CALDAV_OK ? STORE_OK : STORE_ERROR;
+}
 
 int caldav_prune_job(jobs_run *r, void *arg)
 {
@@ -18,20 +27,7 @@ int caldav_prune_job(jobs_run *r, void *arg)
         jobs_run_errorf(r, "database clock: %s", store_errmsg(db));
         return -1;
     }
-    int rc = jobs_run_fence_begin(r, NULL);
-    if (rc != LEASE_OK) {
-        jobs_run_errorf(r, rc == LEASE_LOST ? "fenced off: the lease moved on" : "database: %s", store_errmsg(db));
-        return -1;
-    }
-    if (caldav_prune(db, now - o->ttl_ms, &n) != CALDAV_OK) {
-        jobs_run_errorf(r, "database: %s", store_errmsg(db));
-        jobs_run_fence_abort(r);
-        return -1;
-    }
-    if (jobs_run_fence_end(r) != 0) {
-        jobs_run_errorf(r, "commit: %s", store_errmsg(db));
-        return -1;
-    }
+    if (jobs_run_fenced(r, prune, &(prune_args){.bound = now - o->ttl_ms, .n = &n}) != 0) return -1;
     if (n) log_info("job %s: pruned %lld sync tombstone(s)", jobs_run_job(r), (long long)n);
     return 0;
 }

@@ -29,7 +29,6 @@
 #include <stdlib.h>
 
 #include "base/base.h"
-#include "cluster/lease.h"
 
 #define CHAT_CLEANUP_BATCH 500
 #define CHAT_PRUNE_BATCHES 10   /* of CHAT_CLEANUP_BATCH users each, a run */
@@ -82,6 +81,18 @@ int chat_prune_cut_apply(store *db, const chat_prune_cut *cuts, size_t n)
     return STORE_OK;
 }
 
+/* The cuts of a batch, for jobs_run_fenced. */
+typedef struct prune_cuts {
+    const chat_prune_cut *v;
+    size_t n;
+} prune_cuts;
+
+static int prune_apply(store *db, void *arg)
+{
+    const prune_cuts *c = arg;
+    return chat_prune_cut_apply(db, c->v, c->n);
+}
+
 /* One batch of users: what can go is read outside any write transaction,
  * then cut in a fenced one. *users: how many users' changes went. */
 static int prune_batch(jobs_run *r, chat_cleanup_opts *o, int64_t bound, int64_t *users)
@@ -95,22 +106,11 @@ static int prune_batch(jobs_run *r, chat_cleanup_opts *o, int64_t bound, int64_t
         jobs_run_errorf(r, "database: %s", store_errmsg(db));
         return -1;
     }
-    if (n > 0) {
-        int rc = jobs_run_fence_begin(r, NULL);
-        if (rc != LEASE_OK) {
-            jobs_run_errorf(r, rc == LEASE_LOST ? "fenced off: the lease moved on" : "database: %s", store_errmsg(db));
-            return -1;
-        }
-        if (chat_prune_cut_apply(db, cuts, n) != STORE_OK) {
-            jobs_run_errorf(r, "database: %s", store_errmsg(db));
-            jobs_run_fence_abort(r);
-            return -1;
-        }
-        if (jobs_run_fence_end(r) != 0) {
-            jobs_run_errorf(r, "commit: %s", store_errmsg(db));
-            return -1;
-        }
-    }
+    int rc = n > 0 ? jobs_run_fenced(r, prune_apply, &(prune_cuts){.v = cuts, .n = n}) : 0;
+    /* Pulls answered from memory must not show what is cut (after a
+     * failed commit too: whether it took is not known). */
+    for (size_t i = 0; i < n && o->tail; i++) chat_tail_forget(o->tail, cuts[i].user);
+    if (rc != 0) return -1;
     /* A user whose number moved since the read lost less than it could
      * have: the changes cut were older than bound whatever came after. */
     *users = (int64_t)n;
@@ -178,6 +178,19 @@ static int64_t unread_start(store *db)
     return lo + (int64_t)((uint64_t)r % (uint64_t)(hi - lo));
 }
 
+/* The totals to set, for jobs_run_fenced. */
+typedef struct unread_fixes {
+    const chat_unread_fix *v;
+    size_t n;
+    int64_t *set;
+} unread_fixes;
+
+static int unread_set(store *db, void *arg)
+{
+    const unread_fixes *f = arg;
+    return chat_unread_set(db, f->v, f->n, f->set);
+}
+
 /* The wrong totals of the next users, read in one statement outside any
  * write transaction (a chat writer is never held up by it), then set in a
  * fenced one when there are any; the round moves on once that is done. */
@@ -200,19 +213,12 @@ static int unread_check(jobs_run *r, chat_cleanup_opts *o)
         rc = chat_unread_wrong(db, &from, start, CHAT_UNREAD_CHECK - read, fix + n, &more, NULL);
         n += more;
     }
-    if (rc == STORE_OK && n > 0) {
-        int f = jobs_run_fence_begin(r, NULL);
-        if (f != LEASE_OK) {
-            jobs_run_errorf(r, f == LEASE_LOST ? "fenced off: the lease moved on" : "database: %s", store_errmsg(db));
-            free(fix);
-            return -1;
-        }
-        rc = chat_unread_set(db, fix, n, &set);
-        if (rc != STORE_OK) jobs_run_fence_abort(r);
-        else if (jobs_run_fence_end(r) != 0) rc = STORE_ERROR;
-    }
     if (rc != STORE_OK) {
         jobs_run_errorf(r, "database: %s", store_errmsg(db));
+        free(fix);
+        return -1;
+    }
+    if (n > 0 && jobs_run_fenced(r, unread_set, &(unread_fixes){.v = fix, .n = n, .set = &set}) != 0) {
         free(fix);
         return -1;
     }
@@ -238,11 +244,8 @@ int chat_cleanup_job(jobs_run *r, void *arg)
     /* CHAT_PRUNE_BATCHES batches a run at most, and never past the end
      * of a round (the next run starts the next one). */
     for (int b = 0; b < CHAT_PRUNE_BATCHES; b++) {
-        int rc = jobs_run_should_stop(r) ? -1 : prune_batch(r, o, now - o->retention_ms, &users);
-        if (rc == 0) pruned += users;
-        /* Pulls answered from memory must not show what is pruned. */
-        if ((pruned || rc != 0) && o->tail) chat_tail_clear(o->tail);
-        if (rc != 0) return -1;
+        if (jobs_run_should_stop(r) || prune_batch(r, o, now - o->retention_ms, &users) != 0) return -1;
+        pruned += users;
         if (o->pruned_from == 0) break; /* the round is over */
     }
     if (jobs_run_batches(r, "DELETE FROM ws_tickets WHERE hash IN (SELECT hash FROM ws_tickets WHERE expires_ms <= $1 "

@@ -184,6 +184,11 @@ void chat_tail_put(chat_tail *t, int64_t user, int64_t seq, chat_part *p, int64_
     pthread_mutex_unlock(&sh->mu);
 }
 
+void chat_tail_forget(chat_tail *t, int64_t user)
+{
+    chat_tail_put(t, user, 0, NULL, 0); /* no part: the user goes */
+}
+
 static void shard_sweep(chat_tail *t, tail_shard *sh, int64_t before_ms)
 {
     pthread_mutex_lock(&sh->mu);

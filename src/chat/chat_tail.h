@@ -23,7 +23,8 @@
  * forget the user (chat_tail_put with NULL), so a gap is never served.
  * That holds on SQLite, which has one node (one process writes the
  * file); on PostgreSQL other nodes write too, and no tail is kept. The
- * cleanup job's prune (the one other writer of chat_changes) clears it.
+ * cleanup job's prune (the one other writer of chat_changes) makes it
+ * forget each user whose changes it cut.
  *
  * Thread-safe: the writer puts, the loops read, under per-shard locks. */
 #ifndef CHIME_CHAT_TAIL_H
@@ -57,7 +58,9 @@ void chat_tail_free(chat_tail *t);
  * reference), or NULL: a change the tail cannot show, so it forgets the
  * user. now_ms: when (for chat_tail_sweep). */
 void chat_tail_put(chat_tail *t, int64_t user, int64_t seq, chat_part *p, int64_t now_ms);
-/* Forgets everything (changes were pruned). */
+/* Forgets the user (their old changes were pruned). */
+void chat_tail_forget(chat_tail *t, int64_t user);
+/* Forgets everyone. */
 void chat_tail_clear(chat_tail *t);
 /* Drops the users not written to since now_ms - CHAT_TAIL_IDLE_MS. */
 void chat_tail_sweep(chat_tail *t, int64_t now_ms);

@@ -174,40 +174,51 @@ void jobs_lease_name(const char *job, char *buf, size_t size)
     snprintf(buf, size, "job:%s", job);
 }
 
-/* One fenced batch of jobs_run_batches; sets *n to the rows changed. */
-static int run_batch(jobs_run *r, const char *sql, int64_t bound, int64_t batch, int64_t *n)
+int jobs_run_fenced(jobs_run *r, int (*work)(store *db, void *arg), void *arg)
 {
+    store *db = jobs_run_db(r);
     int rc = jobs_run_fence_begin(r, NULL);
     if (rc != LEASE_OK) {
-        jobs_run_errorf(r, rc == LEASE_LOST ? "fenced off: the lease moved on" : "database: %s",
-                        store_errmsg(jobs_run_db(r)));
+        jobs_run_errorf(r, rc == LEASE_LOST ? "fenced off: the lease moved on" : "database: %s", store_errmsg(db));
         return -1;
     }
-    store_stmt *st = store_prepare(jobs_run_db(r), sql);
-    store_bind_int64(st, 1, bound);
-    store_bind_int64(st, 2, batch);
-    rc = store_step(st);
-    *n = rc == STORE_DONE ? store_changes(st) : 0;
-    store_reset(st);
-    if (rc != STORE_DONE) {
-        jobs_run_errorf(r, "database: %s", store_errmsg(jobs_run_db(r)));
+    if (work(db, arg) != STORE_OK) {
+        jobs_run_errorf(r, "database: %s", store_errmsg(db));
         jobs_run_fence_abort(r);
         return -1;
     }
     if (jobs_run_fence_end(r) != 0) {
-        jobs_run_errorf(r, "commit: %s", store_errmsg(jobs_run_db(r)));
+        jobs_run_errorf(r, "commit: %s", store_errmsg(db));
         return -1;
     }
     return 0;
 }
 
+/* One batch of jobs_run_batches: the statement, its rows changed in n. */
+typedef struct run_batch {
+    const char *sql;
+    int64_t bound, batch, n;
+} run_batch;
+
+static int run_batch_work(store *db, void *arg)
+{
+    run_batch *b = arg;
+    store_stmt *st = store_prepare(db, b->sql);
+    store_bind_int64(st, 1, b->bound);
+    store_bind_int64(st, 2, b->batch);
+    int rc = store_step(st);
+    b->n = rc == STORE_DONE ? store_changes(st) : 0;
+    store_reset(st);
+    return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
+}
+
 int jobs_run_batches(jobs_run *r, const char *sql, int64_t bound, int64_t batch, int64_t *total)
 {
-    int64_t n = batch;
-    while (n == batch) {
+    run_batch b = {.sql = sql, .bound = bound, .batch = batch, .n = batch};
+    while (b.n == batch) {
         if (jobs_run_should_stop(r)) return -1;
-        if (run_batch(r, sql, bound, batch, &n) != 0) return -1;
-        *total += n;
+        if (jobs_run_fenced(r, run_batch_work, &b) != 0) return -1;
+        *total += b.n;
     }
     return 0;
 }

@@ -131,6 +131,11 @@ int jobs_run_fence_commit(jobs_run *r);
  * in several fenced batches). 0 or -1. */
 int jobs_run_fence_end(jobs_run *r);
 void jobs_run_fence_abort(jobs_run *r);
+/* One batch of a run's work in its own fenced transaction: begins it,
+ * calls work(db, arg) (STORE_OK, or a store error: rolled back), commits
+ * without recording the run. 0, or -1 said with jobs_run_errorf ("fenced
+ * off", the database's error, or the commit's). */
+int jobs_run_fenced(jobs_run *r, int (*work)(store *db, void *arg), void *arg);
 void jobs_run_errorf(jobs_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Runs a bounded statement in fenced batches until one comes back short:

@@ -12,7 +12,7 @@
  * And its rules on their own: a gap or a change without a part makes it
  * forget the user, only the newest CHAT_TAIL_KEEP are kept, a cursor past
  * the newest or before the oldest is the database's, limits and has_more,
- * and sweeps and clears. */
+ * and sweeps, forgetting one user and clearing all. */
 #include "testutil.h"
 #include "testdb.h"
 #include "chattest.h"
@@ -206,8 +206,11 @@ static void test_rules(void **state)
     chat_tail_sweep(t, 101 + CHAT_TAIL_IDLE_MS);
     assert_pull(t, 2, 3, 1, NULL);
     assert_pull(t, 3, 0, 1, "{\"changes\":[{\"seq\":1,\"kind\":\"k1\"}],\"seq\":1,\"has_more\":false}");
-    chat_tail_clear(t);
+    chat_tail_forget(t, 3);
     assert_pull(t, 3, 0, 1, NULL);
+    put_range(t, 4, 1, 1, 200);
+    chat_tail_clear(t);
+    assert_pull(t, 4, 0, 1, NULL);
     /* Many users: the shards' tables grow and every user is found. */
     for (int64_t u = 1000; u < 3000; u++) put_range(t, u * 7919, 1, 2, 200);
     for (int64_t u = 1000; u < 3000; u++) {
