@@ -9,6 +9,7 @@ was skipped visibly by the misfire policy, no tick ran twice, epochs only
 grow in tick order (a stale owner never wrote after a newer one), and each
 takeover came within one lease length (plus the polling slack noted)."""
 import os
+import platform
 import re
 import signal
 import time
@@ -35,6 +36,40 @@ def sleep_until_mid_run():
     """Ticks start on the second and work WORK_MS: land ~120 ms in."""
     frac = time.time() % 1.0
     time.sleep((1.12 - frac) % 1.0)
+
+
+# The tick handler works by sleeping 10 ms at a time (jobs/builtin.c).
+NANOSLEEP = {"x86_64": {"35", "230"}, "aarch64": {"101", "115"}}.get(platform.machine(), set())
+
+
+def in_a_run(pid):
+    """Whether a stopped process's job runner is inside the tick's work."""
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+                comm = f.read().strip()
+            with open("/proc/%d/task/%s/syscall" % (pid, tid)) as f:
+                call = f.read().split(" ", 1)[0]
+        except OSError:
+            continue
+        if comm == "job-runner" and call in NANOSLEEP:
+            return True
+    return not NANOSLEEP  # an architecture this test does not know: trust the timing
+
+
+def stop_mid_run(pid, tries=10):
+    """SIGSTOPs pid inside a run of the tick. On a loaded machine a run may
+    start late, after the moment aimed at: then the process is resumed at
+    once (long before its lease could lapse) and the next second tried."""
+    for i in range(tries):
+        sleep_until_mid_run()
+        os.kill(pid, signal.SIGSTOP)
+        time.sleep(0.02)  # the stop takes effect
+        if in_a_run(pid):
+            print("stopped inside a run at try %d" % (i + 1))
+            return True
+        os.kill(pid, signal.SIGCONT)
+    return False
 
 
 class TestCluster(unittest.TestCase):
@@ -122,9 +157,8 @@ class TestCluster(unittest.TestCase):
         # 2. SIGSTOP the owner mid-run for longer than its lease; resume.
         stopped = self.owner_server()
         before = len(self.ticks())
-        sleep_until_mid_run()
-        os.kill(stopped.proc.pid, signal.SIGSTOP)
         self.paused.add(stopped.proc.pid)
+        self.assertTrue(stop_mid_run(stopped.proc.pid), "never caught the owner inside a run")
         t0 = time.time()
         if NODES > 1:
             self.note_epoch(stopped)
