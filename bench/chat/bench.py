@@ -125,6 +125,7 @@ class Chime:
                 "--access-log", "off", "--password-ops", "1", "--password-mem", "8192"]
         if threads:
             args += ["--threads", str(threads)]
+        args += os.environ.get("CHIME_ARGS", "").split()  # A/B of flags; printed with the settings
         self.args = args
         self.p = subprocess.Popen(args, stdout=self.logf, stderr=self.logf)
         self.port = None
@@ -557,6 +558,8 @@ def main():
             a.users, a.idle, a.pairs, "/".join("%g" % r for r in rates), a.seconds, a.warmup, a.members, a.rounds,
             a.repeat))
     log("chime binary: %s" % CHIME)
+    if os.environ.get("CHIME_ARGS"):
+        log("chime extra flags (CHIME_ARGS, not the defaults): %s" % os.environ["CHIME_ARGS"])
     results = []
     epmd_before = subprocess.run(["pgrep", "-x", "epmd"], capture_output=True).returncode == 0
     chime = ej = None

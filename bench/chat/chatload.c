@@ -1242,6 +1242,35 @@ static void run_pairs(void)
     free(pull);
 }
 
+/* CHATLOAD_DUMP=prefix: one line a round (the first, the
+ * median and the last member's push and pull, ms after the send; -1 when
+ * missing), to see where a round's time goes, in prefix.<proto>.group. */
+static void group_dump(void)
+{
+    const char *dump = getenv("CHATLOAD_DUMP");
+    if (!dump) return;
+    char dname[4096];
+    snprintf(dname, sizeof dname, "%s.%s.group", dump, O.proto == P_CHIME ? "chime" : "xmpp");
+    FILE *df = fopen(dname, "w");
+    int G = O.members;
+    ns_t *v = malloc((size_t)G * sizeof *v);
+    for (int r = 0; df && v && r < O.rounds; r++) {
+        fprintf(df, "%d", r);
+        for (int kind = 0; kind < 2; kind++) {
+            const ns_t *at = kind ? G_pull : G_push;
+            int n = 0;
+            for (int i = 1; i < G; i++)
+                if (at[(size_t)r * G + i]) v[n++] = at[(size_t)r * G + i] - G_sent[r];
+            qsort(v, (size_t)n, sizeof *v, cmp_ns);
+            if (n == 0) fprintf(df, " -1 -1 -1");
+            else fprintf(df, " %.3f %.3f %.3f", v[0] / 1e6, v[n / 2] / 1e6, v[n - 1] / 1e6);
+        }
+        fprintf(df, "\n");
+    }
+    free(v);
+    if (df) fclose(df);
+}
+
 static void run_group(void)
 {
     int G = O.members;
@@ -1321,6 +1350,7 @@ static void run_group(void)
         if (misq) mlq++;
         else last_pull[nlq++] = lq;
     }
+    group_dump();
     printf("{\"mode\":\"group\",\"proto\":\"%s\",\"members\":%d,\"rounds\":%d,\"measured_rounds\":%d,",
            O.proto == P_CHIME ? "chime" : "xmpp", G, O.rounds, O.rounds - O.warmup_rounds);
     print_dist("last_push", last_push, nlp, mlp);
