@@ -83,6 +83,7 @@ struct loop_thread {
     h2o_timeout_entry_t accept_resume;
     int64_t accept_warned_ns;            /* the last "cannot accept" line */
     int pending; /* deferred requests not yet answered */
+    int unwritten; /* requests whose response h2o has not finished writing */
     bool stopping;
     uint64_t seq;
 };
@@ -583,10 +584,25 @@ static void dispatch(http_server *srv, http_req *r)
     if (route_signed_in(srv, route, r)) route->fn(r, route->arg);
 }
 
+/* h2o disposes of a request's pool once its response is written out (or
+ * the connection is gone): the count a stopping loop waits on. */
+static void unwritten_dispose(void *p)
+{
+    (*(loop_thread **)p)->unwritten--;
+}
+
+static void unwritten_track(loop_thread *t, h2o_req_t *req)
+{
+    loop_thread **slot = h2o_mem_alloc_shared(&req->pool, sizeof *slot, unwritten_dispose);
+    *slot = t;
+    t->unwritten++;
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     http_server *srv = ((chime_handler *)self)->srv;
     loop_thread *t = thread_of(req);
+    unwritten_track(t, req);
     http_req *r = h2o_mem_alloc_pool(&req->pool, sizeof *r);
     memset(r, 0, sizeof *r);
     r->impl = req;
@@ -822,9 +838,10 @@ static void *loop_main(void *p)
     pthread_cond_broadcast(&s->start_cv);
     pthread_mutex_unlock(&s->start_mu);
     while (!t->stopping || t->pending > 0) h2o_evloop_run(t->loop, 100);
-    /* Give responses already handed to the sockets a moment to drain. */
+    /* Let h2o finish writing the responses it holds (a slow reader's), for
+     * at most 200 ms; with none, the loop stops at once. */
     int64_t until = base_mono_ns() + 200 * 1000000LL;
-    while (base_mono_ns() < until) h2o_evloop_run(t->loop, 20);
+    while (t->unwritten > 0 && base_mono_ns() < until) h2o_evloop_run(t->loop, 20);
     for (int i = s->nhooks - 1; i >= 0; i--)
         if (s->hooks[i].stop) s->hooks[i].stop(s->hooks[i].arg, t->index);
     if (h2o_timeout_is_linked(&t->accept_resume)) h2o_timeout_unlink(&t->accept_resume);
