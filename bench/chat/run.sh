@@ -17,7 +17,10 @@
 # lateness is printed beside the chat's).
 # Each server runs all its phases back to back, one server at a time.
 # CHIME_BIN=path runs another chime build (A/B runs; it is not rebuilt).
-# CHATLOAD_DUMP=prefix writes a line a message, a file a phase.
+# CHIME_ARGS="--flag value ..." adds flags to chime (printed as not the
+# defaults).
+# CHATLOAD_DUMP=prefix writes a line a message, a file a pairs phase, and
+# a line a round for the group phase.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
