@@ -40,21 +40,11 @@ static void user_with(store *s, int64_t id, const int64_t *created, int n)
     }
 }
 
-static int64_t one(store *s, const char *sql, int64_t user)
-{
-    store_stmt *st = store_prepare(s, sql);
-    store_bind_int64(st, 1, user);
-    assert_int_equal(store_step(st), STORE_ROW);
-    int64_t v = store_col_int64(st, 0);
-    store_reset(st);
-    return v;
-}
-
 static void assert_user(store *s, int64_t user, int64_t pruned_to, int64_t kept, int64_t first_kept)
 {
-    assert_int_equal(one(s, "SELECT pruned_to FROM chat_seqs WHERE user_id = $1", user), pruned_to);
-    assert_int_equal(one(s, "SELECT count(*) FROM chat_changes WHERE user_id = $1", user), kept);
-    if (kept) assert_int_equal(one(s, "SELECT min(seq) FROM chat_changes WHERE user_id = $1", user), first_kept);
+    assert_int_equal(testdb_int64(s, "SELECT pruned_to FROM chat_seqs WHERE user_id = $1", user), pruned_to);
+    assert_int_equal(testdb_int64(s, "SELECT count(*) FROM chat_changes WHERE user_id = $1", user), kept);
+    if (kept) assert_int_equal(testdb_int64(s, "SELECT min(seq) FROM chat_changes WHERE user_id = $1", user), first_kept);
 }
 
 static void test_prefix_before_the_first_young(void **state)
@@ -124,8 +114,8 @@ static void test_no_age_index(void **state)
     const char *sql = db->backend == STORE_SQLITE
                           ? "SELECT count(*) FROM sqlite_master WHERE name = 'chat_changes_age' AND $1 = $1"
                           : "SELECT count(*) FROM pg_indexes WHERE indexname = 'chat_changes_age' AND $1 = $1";
-    assert_int_equal(one(s, sql, 0), 0);
-    assert_int_equal(one(s, "SELECT count(*) FROM schema_migrations WHERE version = $1", 44), 1);
+    assert_int_equal(testdb_int64(s, sql, 0), 0);
+    assert_int_equal(testdb_int64(s, "SELECT count(*) FROM schema_migrations WHERE version = $1", 44), 1);
 }
 
 int main(void)

@@ -133,23 +133,8 @@ static int64_t q(store *s, const char *sql)
 static int64_t add_user(store *s, const char *email)
 {
     int64_t id = base_id_new();
-    store_stmt *st = store_prepare(s, "INSERT INTO users (id, email, email_lower, name, password_hash, created_ms) "
-                                      "VALUES ($1, $2, $2, 'n', 'x', 0)");
-    store_bind_int64(st, 1, id);
-    store_bind_str(st, 2, email);
-    assert_int_equal(store_step(st), STORE_DONE);
-    store_reset(st);
+    testdb_user_email(s, id, email);
     return id;
-}
-
-static int64_t count_for(store *s, const char *sql, int64_t id)
-{
-    store_stmt *st = store_prepare(s, sql);
-    store_bind_int64(st, 1, id);
-    assert_int_equal(store_step(st), STORE_ROW);
-    int64_t n = store_col_int64(st, 0);
-    store_reset(st);
-    return n;
 }
 
 static void sync_all(store *s)
@@ -182,21 +167,21 @@ static void test_rows_follow_the_event(void **state)
     assert_int_equal(cal_event_resolve(&e, tz, err, sizeof err, field, sizeof field), 0);
     assert_int_equal(cal_event_save(s, &e, true), CAL_OK);
     /* The write marked it, in its own transaction. */
-    assert_int_equal(count_for(s, "SELECT count(*) FROM reminder_dirty WHERE event_id = $1", e.id), 1);
+    assert_int_equal(testdb_int64(s, "SELECT count(*) FROM reminder_dirty WHERE event_id = $1", e.id), 1);
     sync_all(s);
     /* Three recipients, two reminders each. */
-    assert_int_equal(count_for(s, "SELECT count(*) FROM reminders WHERE event_id = $1", e.id), 6);
-    assert_int_equal(count_for(s, "SELECT min(next_fire_ms) FROM reminders WHERE event_id = $1", e.id),
+    assert_int_equal(testdb_int64(s, "SELECT count(*) FROM reminders WHERE event_id = $1", e.id), 6);
+    assert_int_equal(testdb_int64(s, "SELECT min(next_fire_ms) FROM reminders WHERE event_id = $1", e.id),
                      utc_ms(2099, 1, 5, 8, 30));
-    assert_int_equal(count_for(s, "SELECT count(DISTINCT shard) FROM reminders WHERE event_id = $1", e.id), 1);
+    assert_int_equal(testdb_int64(s, "SELECT count(DISTINCT shard) FROM reminders WHERE event_id = $1", e.id), 1);
 
     /* Bob declines; Carol keeps only her own 5-minute push. */
     cal_reminder mine = {.method = "push", .minutes_before = 5};
     assert_int_equal(cal_rsvp(s, e.id, bob, CAL_DECLINED, NULL, 0, false), CAL_OK);
     assert_int_equal(cal_rsvp(s, e.id, carol, CAL_ACCEPTED, &mine, 1, true), CAL_OK);
     sync_all(s);
-    assert_int_equal(count_for(s, "SELECT count(*) FROM reminders WHERE event_id = $1", e.id), 3);
-    assert_int_equal(count_for(s, "SELECT count(*) FROM reminders WHERE event_id = $1 AND user_id = $1", bob), 0);
+    assert_int_equal(testdb_int64(s, "SELECT count(*) FROM reminders WHERE event_id = $1", e.id), 3);
+    assert_int_equal(testdb_int64(s, "SELECT count(*) FROM reminders WHERE event_id = $1 AND user_id = $1", bob), 0);
     store_stmt *st = store_prepare(s, "SELECT minutes_before, next_fire_ms FROM reminders WHERE user_id = $1");
     store_bind_int64(st, 1, carol);
     assert_int_equal(store_step(st), STORE_ROW);
@@ -208,7 +193,7 @@ static void test_rows_follow_the_event(void **state)
     /* Deleting the event takes every row with it, and the mark is drained. */
     assert_int_equal(cal_event_delete(s, e.id), CAL_OK);
     sync_all(s);
-    assert_int_equal(count_for(s, "SELECT count(*) FROM reminders WHERE event_id = $1", e.id), 0);
+    assert_int_equal(testdb_int64(s, "SELECT count(*) FROM reminders WHERE event_id = $1", e.id), 0);
     cal_event_free(&e);
 }
 
@@ -245,7 +230,7 @@ static void test_unsynced_change_keeps_its_time(void **state)
     one_off_push(s, org, "u2", now / 1000 + 5, &e);
     /* Recompute "a minute later", long after the start. */
     assert_int_equal(notify_sync_event(s, tz, 1024, e.id, now + 60000), STORE_OK);
-    assert_int_equal(count_for(s, "SELECT next_fire_ms FROM reminders WHERE event_id = $1", e.id),
+    assert_int_equal(testdb_int64(s, "SELECT next_fire_ms FROM reminders WHERE event_id = $1", e.id),
                      (now / 1000 + 5) * 1000);
     cal_event_free(&e);
 }
@@ -308,7 +293,7 @@ static void test_inapp_delivered_once(void **state)
     cal_event e;
     one_off_push(s, org, "u3", now / 1000 + 3600, &e);
     sync_all(s);
-    int64_t reminder = count_for(s, "SELECT id FROM reminders WHERE event_id = $1", e.id);
+    int64_t reminder = testdb_int64(s, "SELECT id FROM reminders WHERE event_id = $1", e.id);
     add_pending_inapp(s, "d-live", reminder, e.id, org, now - 10);
     add_pending_inapp(s, "d-gone", reminder + 1, e.id, org, now - 10);
 

@@ -44,18 +44,35 @@ typedef struct testdb {
     char pgname[64];           /* PostgreSQL: the database name */
 } testdb;
 
-/* A bare users row with id (email "u<id>@x.com"), for the tables whose
+/* A bare users row with id and email (lower case), for the tables whose
  * foreign keys name a user. */
-static inline void testdb_user(store *s, int64_t id)
+static inline void testdb_user_email(store *s, int64_t id, const char *email)
 {
-    char email[40];
-    snprintf(email, sizeof email, "u%lld@x.com", (long long)id);
     store_stmt *st = store_prepare(s, "INSERT INTO users (id, email, email_lower, name, password_hash, created_ms) "
                                       "VALUES ($1, $2, $2, 'n', 'h', 0)");
     store_bind_int64(st, 1, id);
     store_bind_str(st, 2, email);
     assert_int_equal(store_step(st), STORE_DONE);
     store_reset(st);
+}
+
+/* The same with the email "u<id>@x.com". */
+static inline void testdb_user(store *s, int64_t id)
+{
+    char email[40];
+    snprintf(email, sizeof email, "u%lld@x.com", (long long)id);
+    testdb_user_email(s, id, email);
+}
+
+/* The one row's first column of sql, $1 bound to id. */
+static inline int64_t testdb_int64(store *s, const char *sql, int64_t id)
+{
+    store_stmt *st = store_prepare(s, sql);
+    store_bind_int64(st, 1, id);
+    assert_int_equal(store_step(st), STORE_ROW);
+    int64_t v = store_col_int64(st, 0);
+    store_reset(st);
+    return v;
 }
 
 /* A name no other test in this run uses. */
