@@ -204,7 +204,8 @@ void chat_tail_sweep(chat_tail *t, int64_t now_ms)
     for (int i = 0; i < TAIL_SHARDS; i++) shard_sweep(t, &t->shards[i], now_ms - CHAT_TAIL_IDLE_MS);
 }
 
-void chat_tail_clear(chat_tail *t)
+/* Forgets everyone. */
+static void tail_clear(chat_tail *t)
 {
     for (int i = 0; i < TAIL_SHARDS; i++) shard_sweep(t, &t->shards[i], INT64_MAX);
 }
@@ -245,7 +246,7 @@ bool chat_tail_sync(chat_tail *t, int64_t user, int64_t since, int limit, jsonw 
 void chat_tail_free(chat_tail *t)
 {
     if (!t) return;
-    chat_tail_clear(t);
+    tail_clear(t);
     for (int i = 0; i < TAIL_SHARDS; i++) {
         free(t->shards[i].buckets);
         pthread_mutex_destroy(&t->shards[i].mu);

@@ -60,8 +60,6 @@ void chat_tail_free(chat_tail *t);
 void chat_tail_put(chat_tail *t, int64_t user, int64_t seq, chat_part *p, int64_t now_ms);
 /* Forgets the user (their old changes were pruned). */
 void chat_tail_forget(chat_tail *t, int64_t user);
-/* Forgets everyone. */
-void chat_tail_clear(chat_tail *t);
 /* Drops the users not written to since now_ms - CHAT_TAIL_IDLE_MS. */
 void chat_tail_sweep(chat_tail *t, int64_t now_ms);
 /* GET /v1/sync from memory: when the tail holds everything after since
