@@ -42,7 +42,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CHIME = os.environ.get("CHIME_BIN") or os.path.join(ROOT, "build/chime")  # CHIME_BIN=path: another build, for A/B runs
-LOAD = os.path.join(ROOT, "build/bench/chatload")
+LOAD = os.environ.get("CHATLOAD_BIN") or os.path.join(ROOT, "build/bench/chatload")
 PY = "/usr/bin/python3"
 REMINDER_LEAD_S = 2.0  # --reminders: chatload's connecting before its warm-up
 SRCS = ",".join("127.0.0.%d" % i for i in range(2, 10))  # client source addresses
