@@ -3,15 +3,17 @@
 # and 20 invitations; the November 2026 month view (GET /v1/events) on
 # SQLite. Server-side latency from the access log (median, p99), requests/s
 # with wrk, and the python-dateutil month view over the same events as the
-# peer. Usage: bench/calendar/run.sh [seconds [history]]: history adds that
-# many single events in 2016-2025 (none in the month viewed), to show what
-# a long past costs a month view.
+# peer. Usage: bench/calendar/run.sh [seconds [history [invited]]]: history
+# adds that many single events in 2016-2025 (none in the month viewed), to
+# show what a long past costs a month view; invited adds that many such
+# events organized by the other user with this one invited (past meetings).
 # CHIME_BIN=path runs that chime binary instead of building and running
 # build/chime (for A/B runs of two builds); the measurement is the same.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-10}
 history=${2:-0}
+invited=${3:-0}
 scripts/deps.sh test >/dev/null
 bin=${CHIME_BIN:-build/chime}
 [ -n "${CHIME_BIN:-}" ] || make -s build/chime
@@ -21,7 +23,7 @@ trap cleanup EXIT
 "$bin" serve --listen 127.0.0.1:$port --db "sqlite:$tmp/bench.db" --access-log "$tmp/access.log" \
   --log-level warn --password-ops 1 --password-mem 8192 & pid=$!
 for _ in $(seq 100); do curl -sf localhost:$port/healthz >/dev/null && break; sleep 0.1; done
-token=$(/usr/bin/python3 bench/calendar/seed.py $port "$tmp" "$history")
+token=$(/usr/bin/python3 bench/calendar/seed.py $port "$tmp" "$history" "$invited")
 url="http://127.0.0.1:$port/v1/events?from=2026-11-01T00:00:00Z&to=2026-12-01T00:00:00Z&max_results=2500"
 items=$(curl -sf "$url" -H "Authorization: Bearer $token" | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)["items"]))')
 
@@ -38,7 +40,7 @@ rps=$(wrk -t2 -c32 -d"${secs}s" -H "Authorization: Bearer $token" "$url" | awk '
 peer=$(/usr/bin/python3 bench/calendar/peer.py "$tmp/events.json" "$secs")
 
 echo "machine: $(nproc) cores, $(uname -r); date: $(date -u +%F)"
-echo "month view: $items items from $((520 + history)) events ($history of them past ones)"
+echo "month view: $items items from $((520 + history + invited)) events ($history of them past ones, $invited past invitations)"
 printf 'chime server-side latency: median %s ms, p99 %s ms (SQLite, one connection)\n' "$median" "$p99"
 printf 'chime first page (250 items): median %s ms, p99 %s ms\n' "$pmedian" "$pp99"
 printf 'chime throughput: %s req/s (wrk -t2 -c32)\n' "$rps"

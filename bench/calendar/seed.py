@@ -1,7 +1,9 @@
 """Seeds one user with 500 events (100 recurring, some since 2015) and 20
 invitations from another user, over chime's HTTP API, and HISTORY more
-single events in 2016-2025 (none in the month viewed). Writes the events
-as created to events.json for the peer. Usage: seed.py PORT OUTDIR [HISTORY]"""
+single events in 2016-2025 (none in the month viewed), and INVITED single
+events in 2016-2025 by the other user with this one invited (past
+meetings). Writes the events as created to events.json for the peer.
+Usage: seed.py PORT OUTDIR [HISTORY [INVITED]]"""
 import http.client
 import json
 import random
@@ -9,6 +11,7 @@ import sys
 
 port, outdir = int(sys.argv[1]), sys.argv[2]
 history = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+invited = int(sys.argv[4]) if len(sys.argv) > 4 else 0
 rnd = random.Random(42)
 ZONES = ["America/New_York", "Europe/London", "Europe/Berlin", "Asia/Tokyo", "UTC"]
 RULES = ["FREQ=WEEKLY;BYDAY=MO,WE,FR", "FREQ=DAILY", "FREQ=WEEKLY;INTERVAL=2;BYDAY=TU,TH",
@@ -63,13 +66,23 @@ for i in range(20):
     body = event(1000 + i, recurring=i < 5)
     body["attendees"] = [{"email": "bench@example.com"}]
     created.append(call("POST", "/v1/events", body, other))
-for i in range(history):
+
+
+def past(i, organizer, attendees):
     y, m, d, h = rnd.randint(2016, 2025), rnd.randint(1, 12), rnd.randint(1, 28), rnd.randint(7, 19)
     day = "%04d-%02d-%02dT%02d:00:00" % (y, m, d, h)
-    created.append(call("POST", "/v1/events", {"summary": "past %d" % i, "description": "history " * 10,
-                                               "start": {"date_time": day, "time_zone": "Europe/Berlin"},
-                                               "end": {"date_time": day.replace(":00:00", ":30:00"),
-                                                       "time_zone": "Europe/Berlin"}}, me))
+    body = {"summary": "past %d" % i, "description": "history " * 10,
+            "start": {"date_time": day, "time_zone": "Europe/Berlin"},
+            "end": {"date_time": day.replace(":00:00", ":30:00"), "time_zone": "Europe/Berlin"}}
+    if attendees:
+        body["attendees"] = attendees
+    created.append(call("POST", "/v1/events", body, organizer))
+
+
+for i in range(history):
+    past(i, me, None)
+for i in range(invited):
+    past(history + i, other, [{"email": "bench@example.com"}])
 with open(outdir + "/events.json", "w") as f:
     json.dump(created, f)
 print(me)

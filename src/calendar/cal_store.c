@@ -434,6 +434,24 @@ static int bind_event(store_stmt *st, const cal_event *e)
     return 0;
 }
 
+/* The event's attendee_spans rows (schema step 12) made again from its
+ * attendee rows and its stored end, after either changed. */
+static int spans_save(store *db, int64_t event_id)
+{
+    store_stmt *st = store_prepare(db, "DELETE FROM attendee_spans WHERE event_id = $1");
+    store_bind_int64(st, 1, event_id);
+    int rc = store_step(st);
+    store_reset(st);
+    if (rc != STORE_DONE) return CAL_ERROR;
+    st = store_prepare(db, "INSERT INTO attendee_spans (event_id, user_id, series_end_ms, recurring) SELECT "
+                           "a.event_id, a.user_id, e.series_end_ms, CASE WHEN e.rrule IS NOT NULL OR e.rdates <> '' "
+                           "THEN 1 ELSE 0 END FROM attendees a JOIN events e ON e.id = a.event_id WHERE a.event_id = $1");
+    store_bind_int64(st, 1, event_id);
+    rc = store_step(st);
+    store_reset(st);
+    return rc == STORE_DONE ? CAL_OK : CAL_ERROR;
+}
+
 static int attendees_save(store *db, const cal_event *e)
 {
     /* Answers already given survive a new list that keeps the attendee. */
@@ -466,7 +484,7 @@ static int attendees_save(store *db, const cal_event *e)
         store_reset(ins);
         if (rc != STORE_DONE) return CAL_ERROR;
     }
-    return CAL_OK;
+    return spans_save(db, e->id);
 }
 
 static void new_etag(char etag[24])
@@ -693,9 +711,10 @@ int cal_rsvp(store *db, int64_t event_id, int64_t user_id, cal_response r, const
 /* The events a listing may show: every visible event whose series
  * overlaps [$2, $3) or has an instance moved into it. The candidates come
  * by index: the viewer's series that end in or after the range
- * (events_calendar_end) or never (NULL), the events it is invited to, and
- * its series with an instance moved into the range (only series have
- * moved instances: events_series lists a calendar's). The conditions
+ * (events_calendar_end) or never (NULL), and its series with an instance
+ * moved into the range (only series have moved instances: events_series
+ * lists a calendar's); the same three for the events it is invited to
+ * (attendee_spans). The conditions
  * after them are the whole test, so the candidates need only include every
  * event that passes; before them the test ran over every event of the
  * viewer's history (a month view with 5,000 past events read them all:
@@ -706,7 +725,11 @@ int cal_rsvp(store *db, int64_t event_id, int64_t user_id, cal_response r, const
     "AND ($4 = 0 OR c1.id = $4) AND e1.series_end_ms >= $2 "                                                 \
     "UNION SELECT e2.id FROM calendars c2 JOIN events e2 ON e2.calendar_id = c2.id WHERE c2.owner_id = $1 "  \
     "AND ($4 = 0 OR c2.id = $4) AND e2.series_end_ms IS NULL "                                               \
-    "UNION SELECT a1.event_id FROM attendees a1 WHERE a1.user_id = $1 "                                      \
+    "UNION SELECT s1.event_id FROM attendee_spans s1 WHERE s1.user_id = $1 AND s1.series_end_ms >= $2 "      \
+    "UNION SELECT s2.event_id FROM attendee_spans s2 WHERE s2.user_id = $1 AND s2.series_end_ms IS NULL "    \
+    "UNION SELECT s3.event_id FROM attendee_spans s3 WHERE s3.user_id = $1 AND s3.recurring = 1 AND EXISTS " \
+    "(SELECT 1 FROM event_overrides o3 WHERE o3.event_id = s3.event_id AND o3.end_ms >= $2 AND "            \
+    "o3.start_ms < $3) "                                                                                    \
     "UNION SELECT e3.id FROM calendars c3 JOIN events e3 ON e3.calendar_id = c3.id WHERE c3.owner_id = $1 "  \
     "AND ($4 = 0 OR c3.id = $4) AND (e3.rrule IS NOT NULL OR e3.rdates <> '') AND EXISTS (SELECT 1 FROM "    \
     "event_overrides o1 WHERE o1.event_id = e3.id AND o1.end_ms >= $2 AND o1.start_ms < $3)) "

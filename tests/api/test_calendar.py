@@ -297,6 +297,48 @@ class TestInvitations(CalendarTest):
         self.assertEqual(self.server.patch("/v1/events/" + ev["id"], {"attendees": []}, token=self.token).status, 200)
         self.assertError(self.server.get("/v1/events/" + ev["id"], token=bob_token), 404)
 
+    def test_listing_follows_the_invited_event_through_time(self):
+        """A listing reads an attendee's invitations by where they end
+        (attendee_spans): the copy must follow every change of the event."""
+        bob, bob_token = self.server.new_user()
+        nov = ("2026-11-01T00:00:00Z", "2026-12-01T00:00:00Z")
+        bob_in = [{"email": bob["email"]}]
+        old = self.create(summary="Old meeting", start=timed("2020-03-03T10:00:00", NY),
+                          end=timed("2020-03-03T11:00:00", NY), attendees=bob_in)
+        self.assertEqual(self.starts("2020-03-01T00:00:00Z", "2020-04-01T00:00:00Z", token=bob_token),
+                         ["2020-03-03T10:00:00-05:00"])
+        self.assertEqual(self.starts(*nov, token=bob_token), [])
+        # Moved into November: it is there for the attendee.
+        r = self.server.patch("/v1/events/" + old["id"], {"start": timed("2026-11-10T10:00:00", NY),
+                                                          "end": timed("2026-11-10T11:00:00", NY)}, token=self.token)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.starts(*nov, token=bob_token), ["2026-11-10T10:00:00-05:00"])
+        self.assertEqual(self.starts("2020-03-01T00:00:00Z", "2020-04-01T00:00:00Z", token=bob_token), [])
+        # A series of 2020 with one instance moved into November; and a
+        # series that never ends, invited to later.
+        series = self.weekly("2020-01-06T09:00:00", "2020-01-06T09:30:00", NY, "RRULE:FREQ=WEEKLY;COUNT=4",
+                             summary="Old series", attendees=bob_in)
+        r = self.server.patch("/v1/events/%s/instances/20200113T140000Z" % series["id"],
+                              {"start": timed("2026-11-12T09:00:00", NY), "end": timed("2026-11-12T09:30:00", NY)},
+                              token=self.token)
+        self.assertEqual(r.status, 200, r)
+        forever = self.weekly("2019-05-01T08:00:00", "2019-05-01T08:15:00", NY, "RRULE:FREQ=MONTHLY;BYMONTHDAY=1",
+                              summary="Forever")
+        self.assertEqual(len(self.starts(*nov, token=bob_token)), 2)
+        r = self.server.patch("/v1/events/" + forever["id"], {"attendees": bob_in}, token=self.token)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.starts(*nov, token=bob_token),
+                         ["2026-11-01T08:00:00-05:00", "2026-11-10T10:00:00-05:00", "2026-11-12T09:00:00-05:00"])
+        # Ended before November now: gone from it; uninvited: gone.
+        r = self.server.patch("/v1/events/" + forever["id"],
+                              {"recurrence": ["RRULE:FREQ=MONTHLY;BYMONTHDAY=1;UNTIL=20261002T000000Z"]},
+                              token=self.token)
+        self.assertEqual(r.status, 200, r)
+        r = self.server.patch("/v1/events/" + old["id"], {"attendees": []}, token=self.token)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.starts(*nov, token=bob_token), ["2026-11-12T09:00:00-05:00"])
+        self.assertEqual(self.starts(*nov), ["2026-11-10T10:00:00-05:00", "2026-11-12T09:00:00-05:00"])
+
     def test_unknown_attendee_is_refused(self):
         r = self.server.post("/v1/events", {"summary": "x", "start": timed("2026-11-03T14:00:00", NY),
                                             "end": timed("2026-11-03T15:00:00", NY),
