@@ -24,23 +24,40 @@ void caldav_events_free(caldav_events *ev)
     ev->all = false;
 }
 
-int caldav_events_load_all(caldav_ctx *c, const caldav_target *t, caldav_events *ev)
+static int loaded(caldav_events *ev, int rc)
 {
-    memset(ev, 0, sizeof *ev);
-    int rc;
-    if (!t->invited) {
-        rc = cal_calendar_events(c->db, t->cal.id, &ev->l);
-    } else {
-        /* Everything the user sees; lookups go by the collection's ids. */
-        cal_query q = {.viewer = c->me, .from_ms = INT64_MIN / 2, .to_ms = INT64_MAX / 2};
-        rc = cal_list_load_events(c->db, &q, &ev->l);
-    }
     if (rc != CAL_OK) {
         caldav_events_free(ev);
         return CALDAV_ERROR;
     }
     ev->all = true;
     return CALDAV_OK;
+}
+
+/* The events visible to t's owner in [from_ms, to_ms) (open ends as the
+ * listings take them), of its calendar, or (invited) all the owner sees:
+ * lookups go by the collection's ids. */
+static int load_visible(caldav_ctx *c, const caldav_target *t, int64_t from_ms, int64_t to_ms, caldav_events *ev)
+{
+    cal_query q = {.viewer = t->invited ? c->me : t->cal.owner_id,
+                   .calendar_id = t->invited ? 0 : t->cal.id,
+                   .from_ms = from_ms < INT64_MIN / 2 ? INT64_MIN / 2 : from_ms,
+                   .to_ms = to_ms > INT64_MAX / 2 ? INT64_MAX / 2 : to_ms};
+    return loaded(ev, cal_list_load_events(c->db, &q, &ev->l));
+}
+
+int caldav_events_load_all(caldav_ctx *c, const caldav_target *t, caldav_events *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    if (t->invited) return load_visible(c, t, INT64_MIN, INT64_MAX, ev);
+    return loaded(ev, cal_calendar_events(c->db, t->cal.id, &ev->l));
+}
+
+int caldav_events_load_range(caldav_ctx *c, const caldav_target *t, int64_t from_ms, int64_t to_ms,
+                             caldav_events *ev)
+{
+    memset(ev, 0, sizeof *ev);
+    return load_visible(c, t, from_ms, to_ms, ev);
 }
 
 static int cmp_event_id(const void *key, const void *elem)

@@ -98,13 +98,20 @@ bool caldav_not_modified(caldav_ctx *c, const char *stored);
  * attendees and overrides), or the invitations one by one. */
 typedef struct caldav_events {
     cal_listing l;
-    bool all;         /* l holds every event of the calendar */
+    bool all;         /* l holds every event of the calendar that the
+                         request can want: one not in l is not found */
 } caldav_events;
 
 void caldav_events_free(caldav_events *ev);
 /* Loads every event of the collection t (cal_calendar_events, or the
  * invitations' events). */
 int caldav_events_load_all(caldav_ctx *c, const caldav_target *t, caldav_events *ev);
+/* Loads the events of t that may have an instance in [from_ms, to_ms)
+ * (cal_list_load_events: by where they end, by index), for a query whose
+ * every match must overlap that range: the others are then "not found",
+ * which is "no match". */
+int caldav_events_load_range(caldav_ctx *c, const caldav_target *t, int64_t from_ms, int64_t to_ms,
+                             caldav_events *ev);
 /* The event and its overrides, from ev when loaded, else from the store
  * (into *own, which the caller frees with cal_event_free and free). NULL
  * when it is gone. */

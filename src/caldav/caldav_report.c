@@ -69,6 +69,22 @@ static int trivial_filter(const caldav_filter *f)
     return vevent;
 }
 
+/* The events a query must look at: with a time-range on the events
+ * (what a client asks for a window: Thunderbird, DAVx5's past-events
+ * limit) only those that may reach into it, found by index as the JSON
+ * listings find them; the others cannot match. */
+static int query_events(caldav_answer *a, const caldav_target *t, int all)
+{
+    const caldav_filter *f = &a->rq->filter;
+    bool vevents = f->comp == 0 || f->comp == CALDAV_COMP_VEVENT;
+    int rc = CALDAV_OK;
+    if (all < 0 && f->has_range && vevents && !f->comp_not_defined)
+        rc = caldav_events_load_range(a->c, t, f->from_ms, f->to_ms, a->events);
+    else if (all < 0 || caldav_wants_text(a->rq))
+        rc = caldav_events_load_all(a->c, t, a->events);
+    return rc == CALDAV_OK ? 0 : -1;
+}
+
 static int report_query(caldav_answer *a, const caldav_target *t)
 {
     const caldav_filter *f = &a->rq->filter;
@@ -76,8 +92,7 @@ static int report_query(caldav_answer *a, const caldav_target *t)
     if (all == 0) return 0;
     caldav_members m;
     if (caldav_members_list(a->c->db, t->coll, &m) != CALDAV_OK) return -1;
-    int rc = 0;
-    if (all < 0 || caldav_wants_text(a->rq)) rc = caldav_events_load_all(a->c, t, a->events) == CALDAV_OK ? 0 : -1;
+    int rc = query_events(a, t, all);
     for (size_t i = 0; i < m.n && rc == 0; i++) {
         int hit = 1;
         if (all < 0) {

@@ -159,14 +159,21 @@ int caldav_parse_utc(const char *s, int64_t *ms)
     return 0;
 }
 
+/* Open ends of a range: the first and the last instant a date-time names
+ * (0001-01-01 and 10000-01-01 UTC, in ms), not INT64_MIN/MAX, from which
+ * the search for instances steps back by an event's length (an open start
+ * overflowed there and killed the server). */
+#define CX_OPEN_FROM_MS (-62135596800000LL)
+#define CX_OPEN_TO_MS 253402300800000LL
+
 /* start/end of a time-range or expand element (both required when
- * need_both; an open end is INT64_MIN/MAX). */
+ * need_both; an open end is CX_OPEN_FROM_MS/CX_OPEN_TO_MS). */
 int cx_range(cx_parser *p, xmlNode *n, bool need_both, int64_t *from, int64_t *to)
 {
     const char *s = cx_attr(p, n, "start"), *e = cx_attr(p, n, "end");
     if (!s || !e) return cx_fail(p, 500, NULL, NULL, "out of memory");
-    *from = INT64_MIN;
-    *to = INT64_MAX;
+    *from = CX_OPEN_FROM_MS;
+    *to = CX_OPEN_TO_MS;
     if ((!s[0] && !e[0]) || (need_both && (!s[0] || !e[0])))
         return cx_fail(p, 403, CALDAV_NS_CAL, "valid-filter", "<%s> needs %s", (const char *)n->name,
                        need_both ? "start and end" : "start or end");

@@ -85,7 +85,8 @@ typedef struct caldav_prop_filter {
 
 /* A calendar-query filter, flattened: chime stores VEVENTs only, so the
  * tree VCALENDAR > component > (time-range, prop-filters, VALARM) is all
- * there is to say. Time ranges are UTC ms; an open end is INT64_MIN/MAX. */
+ * there is to say. Time ranges are UTC ms; an open end is 0001-01-01 or
+ * 10000-01-01 (cx_range). */
 typedef struct caldav_filter {
     unsigned comp;         /* the component asked for (one bit); 0: any */
     bool comp_not_defined; /* is-not-defined on it */

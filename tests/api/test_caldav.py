@@ -174,6 +174,45 @@ class CalDAVClientTest(ServerTest):
         want = {uid for uid, (_, hit) in SEARCH_SET.items() if hit} | {"standup@test"}
         self.assertEqual(uids, want)
 
+    def query_uids(self, user, path, start="", end=""):
+        """UIDs a calendar-query over VEVENTs with this time-range (an end
+        left out is open) matches in the collection at path."""
+        body = ('<C:calendar-query xmlns:D="DAV:" xmlns:C="urn:ietf:params:xml:ns:caldav"><D:prop><D:getetag/>'
+                '<C:calendar-data/></D:prop><C:filter><C:comp-filter name="VCALENDAR"><C:comp-filter name="VEVENT">'
+                '<C:time-range%s%s/></C:comp-filter></C:comp-filter></C:filter></C:calendar-query>'
+                % (' start="%s"' % start if start else "", ' end="%s"' % end if end else ""))
+        ms = multistatus(user.dav("REPORT", path, body, depth=1))
+        return {str(components(r["props"][C + "calendar-data"].text)[0]["UID"]) for r in ms.values()}
+
+    def test_time_range_query_looks_only_at_its_collection_and_window(self):
+        """A time-range query loads only the events that may reach into its
+        window (by index, as the JSON listings do): still every match, in
+        this collection only, open ends too, and in the invitations."""
+        work, home = self.new_calendar("Work"), self.new_calendar("Home")
+        for text, _ in SEARCH_SET.values():
+            work.save_event(text)
+        home.save_event(simple("home@test", "20261104T150000Z", "20261104T160000Z"))
+        work_path = urllib.parse.urlparse(str(work.url)).path
+        hits = {uid for uid, (_, hit) in SEARCH_SET.items() if hit}
+        self.assertEqual(self.query_uids(self.ada, work_path, "20261101T000000Z", "20261108T000000Z"), hits)
+        self.assertEqual(self.query_uids(self.ada, urllib.parse.urlparse(str(home.url)).path,
+                                         "20261101T000000Z", "20261108T000000Z"), {"home@test"})
+        self.assertEqual(self.query_uids(self.ada, work_path, start="20261201T000000Z"),
+                         {"weekly@test", "single-out@test"})
+        # An open start (it overflowed once, and the server died).
+        self.assertEqual(self.query_uids(self.ada, work_path, end="20261016T000000Z"),
+                         {"weekly@test", "moved-in@test"})
+        # Invitations: Bob's collection holds a past meeting and one in the window.
+        bob = DavUser(self.server, name="Bob")
+        for uid, day in (("past-meet@test", "20200303"), ("meet@test", "20261105")):
+            text = vcal(["UID:" + uid, "DTSTAMP:20260101T000000Z", "DTSTART:%sT100000Z" % day,
+                         "DTEND:%sT110000Z" % day, "SUMMARY:" + uid, "ORGANIZER:mailto:" + self.ada.email,
+                         "ATTENDEE;PARTSTAT=NEEDS-ACTION:mailto:" + bob.email])
+            self.assertEqual(self.ada.put(work_path + uid + ".ics", text).status, 201)
+        invited = bob.home + "invited/"
+        self.assertEqual(self.query_uids(bob, invited, "20261101T000000Z", "20261108T000000Z"), {"meet@test"})
+        self.assertEqual(self.query_uids(bob, invited, end="20210101T000000Z"), {"past-meet@test"})
+
     def test_server_expands_with_overrides_and_exdates(self):
         cal = self.new_calendar()
         cal.save_event(standup())
