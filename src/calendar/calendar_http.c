@@ -127,6 +127,51 @@ static void handle_calendar_get(http_req *r, void *arg)
     http_send_json(r, 200, cal_json_calendar(&cal));
 }
 
+/* PATCH /v1/calendars/{id}: a new summary. The time zone stays: floating
+ * and all-day events keep their instants and their overrides' keys in it,
+ * so a body may repeat it (a GET's answer sent back) but not change it. */
+static void handle_calendar_patch(http_req *r, void *arg)
+{
+    static const char *const fields[] = {"summary", "time_zone", NULL};
+    cal_req c = cal_req_of(arg, r);
+    http_err e;
+    int64_t id;
+    cal_calendar cal;
+    const char *summary, *zone;
+    if (!param_id(&c, 0, &id, "calendar")) return;
+    int rc = cal_calendar_get(c.db, c.me, id, &cal);
+    if (rc == CAL_NOT_FOUND) return not_found(&c, "calendar");
+    if (rc != CAL_OK) return cal_req_db_error(&c);
+    json_t *body = http_json_body(r, &e);
+    if (!body || http_json_only(body, fields, &e) ||
+        http_json_text(body, "summary", false, CAL_SUMMARY_MAX, TEXT_LINE, &summary, &e) ||
+        http_json_str(body, "time_zone", false, CAL_ZONE_MAX - 1, &zone, &e))
+        goto bad;
+    if (zone && strcmp(zone, cal.time_zone) != 0) {
+        http_err_set(&e, 400, "invalid_value", "time_zone",
+                     "a calendar's time zone cannot be changed (it is '%s'); make a calendar in the new one", cal.time_zone);
+        goto bad;
+    }
+    if (summary) {
+        rc = cal_calendar_rename(c.db, c.me, id, summary);
+        if (rc == CAL_NOT_FOUND) {
+            json_decref(body);
+            return not_found(&c, "calendar");
+        }
+        if (rc != CAL_OK) {
+            json_decref(body);
+            return cal_req_db_error(&c);
+        }
+        snprintf(cal.summary, sizeof cal.summary, "%s", summary);
+    }
+    json_decref(body);
+    http_send_json(r, 200, cal_json_calendar(&cal));
+    return;
+bad:
+    json_decref(body);
+    http_send_err(r, &e);
+}
+
 static void handle_calendar_delete(http_req *r, void *arg)
 {
     cal_req c = cal_req_of(arg, r);
@@ -866,6 +911,7 @@ void calendar_http_register(cal_http *c, http_server *s)
     http_route(s, HTTP_GET, "/v1/calendars", handle_calendars_list, c, A);
     http_route(s, HTTP_POST, "/v1/calendars", handle_calendar_create, c, A);
     http_route(s, HTTP_GET, "/v1/calendars/{id}", handle_calendar_get, c, A);
+    http_route(s, HTTP_PATCH, "/v1/calendars/{id}", handle_calendar_patch, c, A);
     http_route(s, HTTP_DELETE, "/v1/calendars/{id}", handle_calendar_delete_announced, c, A);
     http_route(s, HTTP_GET, "/v1/events", handle_events_list, c, A);
     http_route(s, HTTP_POST, "/v1/events", handle_event_create_announced, c, A);

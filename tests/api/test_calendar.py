@@ -462,6 +462,31 @@ class TestCalendars(CalendarTest):
         self.assertEqual(self.server.delete("/v1/calendars/" + work["id"], token=self.token).status, 204)
         self.assertError(self.server.get("/v1/events/" + ev["id"], token=self.token), 404)
 
+    def test_rename(self):
+        work = self.server.post("/v1/calendars", {"summary": "Work", "time_zone": LONDON}, token=self.token).json
+        path = "/v1/calendars/" + work["id"]
+        r = self.server.patch(path, {"summary": "Day job"}, token=self.token)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual((r.json["summary"], r.json["time_zone"], r.json["id"]), ("Day job", LONDON, work["id"]))
+        self.assertEqual(self.server.get(path, token=self.token).json["summary"], "Day job")
+        # What a GET answered may be sent back with a change (the zone as it is).
+        got = self.server.get(path, token=self.token).json
+        r = self.server.patch(path, {"summary": "Work again", "time_zone": got["time_zone"]}, token=self.token)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(self.server.patch(path, {}, token=self.token).json["summary"], "Work again")
+        # Bad input names its field and changes nothing; others' calendars are not there.
+        for body, field in [({"summary": ""}, "summary"), ({"summary": "x" * 1025}, "summary"),
+                            ({"summary": "two\nlines"}, "summary"), ({"summary": 7}, "summary"),
+                            ({"time_zone": "Asia/Tokyo"}, "time_zone"), ({"colour": "red"}, "colour")]:
+            with self.subTest(body=body):
+                self.assertError(self.server.patch(path, body, token=self.token), 400, field=field)
+        other, other_token = self.server.new_user()
+        self.assertError(self.server.patch(path, {"summary": "Mine"}, token=other_token), 404)
+        self.assertError(self.server.patch("/v1/calendars/0000000000000001", {"summary": "x"}, token=self.token), 404)
+        names = [c["summary"] for c in self.server.get("/v1/calendars", token=self.token).json["items"]]
+        self.assertIn("Work again", names)
+        self.assertEqual(self.server.get(path, token=self.token).json["time_zone"], LONDON)
+
 
 class TestBadInput(CalendarTest):
     def count(self):
