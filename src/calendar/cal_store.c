@@ -434,22 +434,26 @@ static int bind_event(store_stmt *st, const cal_event *e)
     return 0;
 }
 
+static int exec_id(store *db, const char *sql, int64_t a, int64_t b, bool two)
+{
+    store_stmt *st = store_prepare(db, sql);
+    store_bind_int64(st, 1, a);
+    if (two) store_bind_int64(st, 2, b);
+    int rc = store_step(st);
+    store_reset(st);
+    return rc == STORE_DONE ? CAL_OK : CAL_ERROR;
+}
+
 /* The event's attendee_spans rows (schema step 12) made again from its
  * attendee rows and its stored end, after either changed. */
 static int spans_save(store *db, int64_t event_id)
 {
-    store_stmt *st = store_prepare(db, "DELETE FROM attendee_spans WHERE event_id = $1");
-    store_bind_int64(st, 1, event_id);
-    int rc = store_step(st);
-    store_reset(st);
-    if (rc != STORE_DONE) return CAL_ERROR;
-    st = store_prepare(db, "INSERT INTO attendee_spans (event_id, user_id, series_end_ms, recurring) SELECT "
-                           "a.event_id, a.user_id, e.series_end_ms, CASE WHEN e.rrule IS NOT NULL OR e.rdates <> '' "
-                           "THEN 1 ELSE 0 END FROM attendees a JOIN events e ON e.id = a.event_id WHERE a.event_id = $1");
-    store_bind_int64(st, 1, event_id);
-    rc = store_step(st);
-    store_reset(st);
-    return rc == STORE_DONE ? CAL_OK : CAL_ERROR;
+    int rc = exec_id(db, "DELETE FROM attendee_spans WHERE event_id = $1", event_id, 0, false);
+    if (rc != CAL_OK) return rc;
+    return exec_id(db, "INSERT INTO attendee_spans (event_id, user_id, series_end_ms, recurring) SELECT a.event_id, "
+                       "a.user_id, e.series_end_ms, CASE WHEN e.rrule IS NOT NULL OR e.rdates <> '' THEN 1 ELSE 0 END "
+                       "FROM attendees a JOIN events e ON e.id = a.event_id WHERE a.event_id = $1",
+                   event_id, 0, false);
 }
 
 static int attendees_save(store *db, const cal_event *e)
@@ -539,16 +543,6 @@ int cal_overrides_move(store *db, int64_t from_event, int64_t to_event, int64_t 
     store_bind_int64(st, 1, from_event);
     store_bind_int64(st, 2, to_event);
     store_bind_int64(st, 3, original_ms);
-    int rc = store_step(st);
-    store_reset(st);
-    return rc == STORE_DONE ? CAL_OK : CAL_ERROR;
-}
-
-static int exec_id(store *db, const char *sql, int64_t a, int64_t b, bool two)
-{
-    store_stmt *st = store_prepare(db, sql);
-    store_bind_int64(st, 1, a);
-    if (two) store_bind_int64(st, 2, b);
     int rc = store_step(st);
     store_reset(st);
     return rc == STORE_DONE ? CAL_OK : CAL_ERROR;
