@@ -16,7 +16,8 @@
 # phases, fired by the same process into the same database; their
 # lateness is printed beside the chat's).
 # Each server runs all its phases back to back, one server at a time.
-# CHIME_BIN=path runs another chime build (A/B runs; it is not rebuilt).
+# CHIME_BIN=path runs another chime build (A/B runs; it is not rebuilt);
+# CHATLOAD_BIN=path another load client build.
 # CHIME_ARGS="--flag value ..." adds flags to chime (printed as not the
 # defaults).
 # CHATLOAD_DUMP=prefix writes a line a message, a file a pairs phase, and
