@@ -149,7 +149,8 @@ static void handle_calendar_patch(http_req *r, void *arg)
         goto bad;
     if (zone && strcmp(zone, cal.time_zone) != 0) {
         http_err_set(&e, 400, "invalid_value", "time_zone",
-                     "a calendar's time zone cannot be changed (it is '%s'); make a calendar in the new one", cal.time_zone);
+                     "a calendar's time zone cannot be changed (it is '%s'); make a calendar in the new one",
+                     cal.time_zone);
         goto bad;
     }
     if (summary) {
