@@ -58,11 +58,20 @@ def in_a_run(pid):
 
 
 def stop_mid_run(pid, tries=10):
-    """SIGSTOPs pid inside a run of the tick. On a loaded machine a run may
-    start late, after the moment aimed at: then the process is resumed at
-    once (long before its lease could lapse) and the next second tried."""
+    """SIGSTOPs pid inside a run of the tick. Where the job runner's sleeps
+    can be seen (/proc/PID/task/TID/syscall shows a blocked thread's call
+    while it runs too), it waits until the runner is inside a run and stops
+    it then: on a loaded machine runs started later than any moment aimed
+    at (ten tries at 120 ms into the second all missed once in CI). If the
+    stop lands between two of the run's sleeps, the process is resumed at
+    once (long before its lease could lapse) and tried again."""
     for i in range(tries):
-        sleep_until_mid_run()
+        if NANOSLEEP:
+            deadline = time.time() + 3
+            while not in_a_run(pid) and time.time() < deadline:
+                time.sleep(0.005)
+        else:
+            sleep_until_mid_run()
         os.kill(pid, signal.SIGSTOP)
         time.sleep(0.02)  # the stop takes effect
         if in_a_run(pid):
