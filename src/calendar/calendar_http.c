@@ -153,19 +153,11 @@ static void handle_calendar_patch(http_req *r, void *arg)
                      cal.time_zone);
         goto bad;
     }
-    if (summary) {
-        rc = cal_calendar_rename(c.db, c.me, id, summary);
-        if (rc == CAL_NOT_FOUND) {
-            json_decref(body);
-            return not_found(&c, "calendar");
-        }
-        if (rc != CAL_OK) {
-            json_decref(body);
-            return cal_req_db_error(&c);
-        }
-        snprintf(cal.summary, sizeof cal.summary, "%s", summary);
-    }
+    rc = summary ? cal_calendar_rename(c.db, c.me, id, summary) : CAL_OK;
+    if (rc == CAL_OK && summary) snprintf(cal.summary, sizeof cal.summary, "%s", summary);
     json_decref(body);
+    if (rc == CAL_NOT_FOUND) return not_found(&c, "calendar");
+    if (rc != CAL_OK) return cal_req_db_error(&c);
     http_send_json(r, 200, cal_json_calendar(&cal));
     return;
 bad:

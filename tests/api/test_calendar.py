@@ -480,6 +480,10 @@ class TestCalendars(CalendarTest):
                             ({"time_zone": "Asia/Tokyo"}, "time_zone"), ({"colour": "red"}, "colour")]:
             with self.subTest(body=body):
                 self.assertError(self.server.patch(path, body, token=self.token), 400, field=field)
+        self.assertError(self.server.request("PATCH", path, token=self.token, raw=b'{"summary": "x',
+                                                    headers={"Content-Type": "application/json"}), 400)
+        self.assertError(self.server.request("PATCH", path, token=self.token, raw=b'["summary"]',
+                                                    headers={"Content-Type": "application/json"}), 400)
         other, other_token = self.server.new_user()
         self.assertError(self.server.patch(path, {"summary": "Mine"}, token=other_token), 404)
         self.assertError(self.server.patch("/v1/calendars/0000000000000001", {"summary": "x"}, token=self.token), 404)
