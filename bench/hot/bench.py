@@ -18,7 +18,7 @@ import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CHIME = os.path.join(ROOT, "build/chime")
+CHIME = os.environ.get("CHIME_BIN") or os.path.join(ROOT, "build/chime")  # CHIME_BIN: another build, for A/B
 EPOCH = 1577836800000  # idgen's
 WEIGHTS = {"views": 1, "likes": 5, "comments": 10, "shares": 20}
 SHARES = {"views": 0.70, "likes": 0.20, "comments": 0.07, "shares": 0.03}

@@ -19,7 +19,7 @@ hot_service *hot_new(const hot_opts *o, int loops)
     h->o.db_url = h->db_url;
     h->o.redis_host = NULL; /* the cache keeps its own copy */
     h->o.node_id = h->node_id;
-    if (!(h->cache = hot_cache_new(loops, h->db_url, o->redis_host, o->redis_port)) || !(h->views = hot_views_new(h->db_url))) {
+    if (!(h->cache = hot_cache_new(loops, h->db_url, o->redis_host, o->redis_port)) || !(h->writer = hot_writer_new(h->db_url, hot_answer_action, h))) {
         hot_free(h);
         return NULL;
     }
@@ -38,7 +38,7 @@ int hot_register_job(hot_service *h, jobs_registry *reg, char *err, size_t errle
 int hot_start(hot_service *h)
 {
     if (hot_cache_preload(h->cache) != 0) log_warn("hot: no shared tier answered at start; serving an empty list");
-    if (hot_cache_start(h->cache) != 0 || hot_views_start(h->views) != 0) {
+    if (hot_cache_start(h->cache) != 0 || hot_writer_start(h->writer) != 0) {
         log_error("hot: cannot start its threads");
         return -1;
     }
@@ -48,7 +48,7 @@ int hot_start(hot_service *h)
 void hot_free(hot_service *h)
 {
     if (!h) return;
-    hot_views_free(h->views);
+    hot_writer_free(h->writer);
     hot_cache_free(h->cache);
     free(h);
 }

@@ -3,10 +3,11 @@
  * time-decayed score, computed by a scheduled job on one node and served
  * from a local snapshot, then Redis, then the database.
  *
- * Actions (hot_actions.c, over HTTP in hot_http.c): each writes its own
- * row and the post's exact counts (hot_counts) in one transaction; views
+ * Actions (over HTTP in hot_http.c): each writes its own row and the
+ * post's exact counts (hot_counts) in the same transaction. Comments and
+ * shares are a transaction each (hot_actions.c); likes, unlikes and views
  * go through a writer thread that commits many in one transaction
- * (hot_views.c) and count once per user per hour.
+ * (hot_writer.c), and a view counts once per user per hour.
  *
  * Ranking (hot_rank.h, pure) and computing (hot_compute.c): the job
  * hot.recompute, every --hot-every, reads the counts of the window's

@@ -1,7 +1,8 @@
-/* hot_actions.c -- likes, comments and shares: each writes its own row
- * and the post's counts in one transaction, so the counts are exact and a
- * crash leaves both or neither. A repeated like or share changes nothing
- * (their keys are (post, user)). Also the counts shown on posts. */
+/* hot_actions.c -- comments and shares: each writes its own row and the
+ * post's counts in one transaction, so the counts are exact and a crash
+ * leaves both or neither. A repeated share changes nothing (its key is
+ * (post, user)). Also the counts shown on posts. Likes and views are
+ * hot_writer.c's, many in a transaction. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,19 +12,16 @@
 #include "hot/hot_int.h"
 #include "time/rfc3339.h"
 
-typedef enum { COUNT_LIKES, COUNT_COMMENTS, COUNT_SHARES } count_kind;
+typedef enum { COUNT_COMMENTS, COUNT_SHARES } count_kind;
 
 /* One text per column: SQL is never built from data. */
 static const char *const count_up[] = {
-    "INSERT INTO hot_counts (post_id, created_ms, likes) VALUES ($1, $2, 1) "
-    "ON CONFLICT (post_id) DO UPDATE SET likes = hot_counts.likes + 1",
     "INSERT INTO hot_counts (post_id, created_ms, comments) VALUES ($1, $2, 1) "
     "ON CONFLICT (post_id) DO UPDATE SET comments = hot_counts.comments + 1",
     "INSERT INTO hot_counts (post_id, created_ms, shares) VALUES ($1, $2, 1) "
     "ON CONFLICT (post_id) DO UPDATE SET shares = hot_counts.shares + 1",
 };
 static const char *const count_down[] = {
-    "UPDATE hot_counts SET likes = likes - 1 WHERE post_id = $1 AND likes > 0",
     "UPDATE hot_counts SET comments = comments - 1 WHERE post_id = $1 AND comments > 0",
     "UPDATE hot_counts SET shares = shares - 1 WHERE post_id = $1 AND shares > 0",
 };
@@ -64,23 +62,6 @@ int hot_post_find(store *db, int64_t post_id, int64_t *created_ms, int64_t *auth
     }
     store_reset(st);
     return rc == STORE_ROW ? HOT_OK : rc == STORE_DONE ? HOT_NOT_FOUND : HOT_ERROR;
-}
-
-/* ---- likes ---------------------------------------------------------------------- */
-
-int hot_like(store *db, int64_t post_id, int64_t user_id, int64_t created_ms, int64_t now, bool on)
-{
-    int64_t changed = 0;
-    int rc = store_begin(db);
-    store_stmt *st = store_prepare(db, on ? "INSERT INTO hot_likes (post_id, user_id, created_ms) VALUES ($1, $2, $3) "
-                                            "ON CONFLICT DO NOTHING"
-                                          : "DELETE FROM hot_likes WHERE post_id = $1 AND user_id = $2");
-    store_bind_int64(st, 1, post_id);
-    store_bind_int64(st, 2, user_id);
-    if (on) store_bind_int64(st, 3, now);
-    if (rc == STORE_OK) rc = hot_exec(st, &changed);
-    if (rc == STORE_OK && changed) rc = count_move(db, COUNT_LIKES, post_id, created_ms, on);
-    return finish_tx(db, rc);
 }
 
 /* ---- comments ------------------------------------------------------------------- */

@@ -94,12 +94,15 @@ static void send_counts(hot_service *h, http_req *r, int64_t id)
     http_send_json(r, 200, out);
 }
 
+/* A like or an unlike goes to the action writer with the views; the
+ * answer (hot_answer_action) reads the counts once it is durable. */
 static void like(http_req *r, hot_service *h, bool on)
 {
     int64_t id, created, author;
     if (!path_post(h, r, &id, &created, &author)) return;
-    if (hot_like(db_of(h, r), id, r->user_id, created, base_now_ms(), on) != HOT_OK) return db_error(h, r);
-    send_counts(h, r, id);
+    hot_act a = {.kind = on ? HOT_ACT_LIKE : HOT_ACT_UNLIKE, .post_id = id, .user_id = r->user_id,
+                 .created_ms = created};
+    hot_writer_submit(h->writer, r, &a);
 }
 
 static void handle_like(http_req *r, void *arg)
@@ -213,7 +216,18 @@ static void handle_view(http_req *r, void *arg)
     hot_service *h = arg;
     int64_t id, created, author;
     if (!path_post(h, r, &id, &created, &author)) return;
-    hot_views_submit(h->views, r, id, r->user_id, created);
+    hot_act a = {.kind = HOT_ACT_VIEW, .post_id = id, .user_id = r->user_id, .created_ms = created};
+    hot_writer_submit(h->writer, r, &a);
+}
+
+void hot_answer_action(http_req *r, const hot_act *a, bool ok, void *arg)
+{
+    if (!ok) {
+        const char *what = a->kind == HOT_ACT_VIEW ? "view" : a->kind == HOT_ACT_LIKE ? "like" : "unlike";
+        return http_send_error(r, 503, "unavailable", NULL, "the %s was not recorded; try again", what);
+    }
+    if (a->kind == HOT_ACT_VIEW) return http_send_empty(r, 204);
+    send_counts(arg, r, a->post_id);
 }
 
 /* ---- metrics ------------------------------------------------------------------------------- */

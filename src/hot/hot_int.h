@@ -46,15 +46,28 @@ int64_t hot_cache_computed_ms(hot_cache *c);
 /* 1 when Redis answered within the last second, 0 when not, -1 no Redis. */
 int hot_cache_redis_up(hot_cache *c);
 
-/* ---- the view writer (hot_views.c) ------------------------------------------------ */
+/* ---- the action writer (hot_writer.c) ---------------------------------------------- */
 
-typedef struct hot_views hot_views;
+typedef enum { HOT_ACT_VIEW, HOT_ACT_LIKE, HOT_ACT_UNLIKE } hot_act_kind;
 
-hot_views *hot_views_new(const char *db_url);
-int hot_views_start(hot_views *v);
-void hot_views_free(hot_views *v); /* drains, then stops */
-/* Parks r until its view is durable (or failed), then answers it. */
-void hot_views_submit(hot_views *v, http_req *r, int64_t post_id, int64_t user_id, int64_t created_ms);
+typedef struct hot_act {
+    hot_act_kind kind;
+    int64_t post_id, user_id, created_ms; /* created_ms: the post's */
+} hot_act;
+
+/* Answers r on its own loop once its action is durable (ok) or failed. */
+typedef void (*hot_answer_fn)(http_req *r, const hot_act *a, bool ok, void *arg);
+
+typedef struct hot_writer hot_writer;
+
+hot_writer *hot_writer_new(const char *db_url, hot_answer_fn answer, void *arg);
+int hot_writer_start(hot_writer *w);
+void hot_writer_free(hot_writer *w); /* drains, then stops */
+/* Parks r until its action is durable (or failed), then answers it. */
+void hot_writer_submit(hot_writer *w, http_req *r, const hot_act *a);
+/* hot_http.c's answer (arg: the hot_service): 204 for a view, the counts
+ * for a like or an unlike, 503 when the batch failed. */
+void hot_answer_action(http_req *r, const hot_act *a, bool ok, void *arg);
 
 /* ---- the service ------------------------------------------------------------------- */
 
@@ -62,7 +75,7 @@ struct hot_service {
     hot_opts o;
     char db_url[1024], node_id[64];
     hot_cache *cache;
-    hot_views *views;
+    hot_writer *writer;
     /* The recompute on this node, for /metrics. */
     atomic_llong runs_ok, runs_failed, last_run_ms, last_items;
     int64_t views_pruned_ms; /* job thread only: when old view rows last went */
@@ -76,7 +89,6 @@ int hot_exec(store_stmt *st, int64_t *changes);
 /* A post that exists and is not deleted: its creation time and author.
  * HOT_OK, HOT_NOT_FOUND or HOT_ERROR. */
 int hot_post_find(store *db, int64_t post_id, int64_t *created_ms, int64_t *author);
-int hot_like(store *db, int64_t post_id, int64_t user_id, int64_t created_ms, int64_t now, bool on);
 int hot_comment_add(store *db, int64_t id, int64_t post_id, int64_t user_id, const char *text, int64_t created_ms,
                     int64_t now, json_t **out);
 int hot_comment_delete(store *db, int64_t post_id, int64_t comment_id, int64_t user_id);
