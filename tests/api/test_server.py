@@ -285,6 +285,59 @@ class TestShutdown(ServerTest):
         finally:
             self.assertEqual(s2.stop(), 0)
 
+    def test_a_slow_reader_does_not_hold_up_the_stop(self):
+        """A client that stops reading halfway through a large answer gets
+        200 ms after SIGTERM to take the rest (server.c's loop_main), then
+        the server stops anyway."""
+        s = Server(args=["--chat-rate", "100000"]).start()
+        try:
+            (a, ta), (b, tb) = s.new_user(), s.new_user()
+            conv = s.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta).json["id"]
+            text = "x" * 8000
+
+            def send(first):
+                for i in range(first, 600, 4):
+                    r = s.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": "m%d" % i, "text": text},
+                               token=ta)
+                    self.assertEqual(r.status, 201, r)
+
+            senders = [threading.Thread(target=send, args=(i,)) for i in range(4)]
+            for t in senders:
+                t.start()
+            for t in senders:
+                t.join(60)
+            # About 5 MB of answer into a 4 KB receive buffer, not read.
+            slow = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            slow.connect(("127.0.0.1", s.port))
+            slow.sendall(("GET /v1/sync?since=0&limit=1000 HTTP/1.1\r\nHost: x\r\n"
+                          "Authorization: Bearer %s\r\n\r\n" % tb).encode())
+            time.sleep(1)
+            t0 = time.monotonic()
+            code = s.stop(timeout=20)
+            took = time.monotonic() - t0
+            self.assertEqual(code, 0)
+            self.assertIn("stopped cleanly", s.log())
+            self.assertLess(took, 5, "the stop waited %.1f s for a slow reader" % took)
+            # It really was slow: the answer never came whole.
+            slow.settimeout(10)
+            got = b""
+            try:
+                while True:
+                    chunk = slow.recv(1 << 20)
+                    if not chunk:
+                        break
+                    got += chunk
+            except (ConnectionResetError, socket.timeout):
+                pass
+            slow.close()
+            head, _, body = got.partition(b"\r\n\r\n")
+            length = int(re.search(rb"content-length: *([0-9]+)", head, re.I).group(1))
+            self.assertGreater(length, 4000000)
+            self.assertLess(len(body), length)
+        finally:
+            s.stop()
+
     def test_sigint_stops_too(self):
         s = Server().start()
         self.assertEqual(s.get("/healthz").status, 200)
