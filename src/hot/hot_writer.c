@@ -29,6 +29,7 @@
 
 #define WRITER_HOUR_MS 3600000
 #define WRITER_BATCH_MAX 4096 /* actions a transaction */
+#define WRITER_TRIES 2        /* writes of a batch that keeps finding a lock */
 
 typedef struct act_req {
     struct act_req *next;
@@ -193,13 +194,28 @@ static size_t sort_batch(hot_writer *w, act_req *batch)
     return n;
 }
 
+/* A batch that waited out a lock (STORE_BUSY: the lock timeout, or the
+ * loser of a deadlock with a transaction of someone else's, such as the
+ * prune of old view rows) is written once more before its actions are
+ * answered 503: the other side has let go by then. */
+static int write_tries(hot_writer *w, size_t n)
+{
+    int64_t now = base_now_ms();
+    int rc = STORE_ERROR;
+    for (int tries = 0; w->db && tries < WRITER_TRIES; tries++) {
+        if ((rc = write_batch(w->db, w->sorted, n, now)) != STORE_BUSY) break;
+        log_warn("hot writer: a batch of %zu waited out a lock: %s", n, store_errmsg(w->db));
+    }
+    return rc;
+}
+
 static void run_batch(hot_writer *w, act_req *batch)
 {
     char err[256];
     if (!w->db && !(w->db = store_open(w->db_url, err, sizeof err)))
         log_warn("hot writer: cannot open the database: %s", err);
     size_t n = sort_batch(w, batch);
-    int rc = w->db ? write_batch(w->db, w->sorted, n, base_now_ms()) : STORE_ERROR;
+    int rc = write_tries(w, n);
     if (rc != STORE_OK && w->db) log_warn("hot writer: a batch failed: %s", store_errmsg(w->db));
     while (batch) {
         act_req *q = batch;
