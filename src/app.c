@@ -194,6 +194,8 @@ http_server *app_http_new(app *a)
     }
     a->feed.dbs = a->dbs;
     if (!(a->feed.unread = feed_unread_memo_new(FEED_UNREAD_MEMO_SLOTS))) return NULL;
+    a->feed.publish_per_min = a->cfg.post_rate;
+    if (!(a->feed.publish = rate_new((double)a->cfg.post_rate / 60.0, (double)a->cfg.post_rate))) return NULL;
     a->feed.lim = (feed_limits){.active_ms = a->cfg.feed_active_days * 86400000,
                                 .push_max_followers = a->cfg.feed_push_max_followers,
                                 .timeline_max = a->cfg.feed_timeline_max};
@@ -221,6 +223,8 @@ void app_http_free(app *a)
     a->sessions = NULL;
     hot_free(a->hot); /* after the server: its parked views are answered */
     a->hot = NULL;
+    rate_free(a->feed.publish);
+    a->feed.publish = NULL;
     store_pool_free(a->dbs);
     a->dbs = NULL;
 }

@@ -108,6 +108,8 @@ static const opt_def opts[] = {
     NUM("ws-max-per-user", ws_max_per_user, OPT_INT, 1, 1000,
         "WebSocket connections a user may have on a node; the oldest goes (default 10)"),
     NUM("chat-rate", chat_rate, OPT_INT, 1, 100000, "chat messages a user may send per second, twice that in a burst (default 20)"),
+    NUM("post-rate", post_rate, OPT_INT, 1, 100000,
+        "posts, comments and shares a user may publish a minute, as many in a burst (default 60)"),
     NUM("feed-active-days", feed_active_days, OPT_INT, 1, 3650,
         "days since a sign-in or a timeline read for new posts to be pushed to a user (default 30)"),
     NUM("feed-push-max-followers", feed_push_max_followers, OPT_INT, 0, 1000000000,
@@ -170,6 +172,7 @@ void config_defaults(chime_config *c)
     c->ws_ping = 25000;
     c->ws_max_per_user = 10;
     c->chat_rate = 20;
+    c->post_rate = 60;
     c->feed_active_days = 30;
     c->feed_push_max_followers = 10000;
     c->feed_timeline_max = 800;

@@ -61,6 +61,7 @@ typedef struct chime_config {
     int64_t feed_active_days;
     int64_t feed_push_max_followers;
     int64_t feed_timeline_max;
+    int64_t post_rate;            /* posts, comments and shares a user may publish a minute */
     int64_t caldav_sync_ttl;    /* ms a CalDAV tombstone is kept */
     /* the hot list (src/hot); formula, weights and gravity are checked by
      * hot_rank_config (main.c) */

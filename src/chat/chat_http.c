@@ -222,33 +222,11 @@ static void handle_member_remove(http_req *r, void *arg)
 /* The user's send budget: false (and 429 answered) when it is spent. */
 static bool within_rate(chat_service *c, http_req *r)
 {
-    int64_t now = base_now_ms();
-    size_t b = (size_t)((uint64_t)r->user_id * 0x9E3779B97F4A7C15ull >> 52) % CHAT_BUCKETS;
-    pthread_mutex_lock(&c->limit_mu);
-    chat_bucket *k = c->buckets[b];
-    while (k && k->user_id != r->user_id) k = k->next;
-    if (!k && (k = calloc(1, sizeof *k))) {
-        k->user_id = r->user_id;
-        k->tokens = 2.0 * (double)c->o.rate;
-        k->at_ms = now;
-        k->next = c->buckets[b];
-        c->buckets[b] = k;
-    }
-    bool ok = true;
-    if (k) {
-        k->tokens += (double)(now - k->at_ms) * (double)c->o.rate / 1000.0;
-        if (k->tokens > 2.0 * (double)c->o.rate) k->tokens = 2.0 * (double)c->o.rate;
-        k->at_ms = now;
-        ok = k->tokens >= 1.0;
-        if (ok) k->tokens -= 1.0;
-    }
-    pthread_mutex_unlock(&c->limit_mu);
-    if (!ok) {
-        http_add_header(r, "Retry-After", "1");
-        http_send_error(r, 429, "too_many_requests", NULL, "at most %lld messages a second; try again shortly",
-                        (long long)c->o.rate);
-    }
-    return ok;
+    if (rate_take(c->sends, r->user_id, base_now_ms())) return true;
+    http_add_header(r, "Retry-After", "1");
+    http_send_error(r, 429, "too_many_requests", NULL, "at most %lld messages a second; try again shortly",
+                    (long long)c->o.rate);
+    return false;
 }
 
 /* Chime-Connection: the sender's own WebSocket (the "connection" of its
@@ -379,7 +357,10 @@ chat_service *chat_new(const chat_opts *o)
     }
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
-    pthread_mutex_init(&c->limit_mu, NULL);
+    if (!(c->sends = rate_new((double)o->rate, 2.0 * (double)o->rate))) {
+        chat_free(c);
+        return NULL;
+    }
     return c;
 }
 
@@ -445,16 +426,10 @@ void chat_stop(chat_service *c)
 void chat_free(chat_service *c)
 {
     if (!c) return;
-    for (size_t i = 0; i < CHAT_BUCKETS; i++)
-        while (c->buckets[i]) {
-            chat_bucket *k = c->buckets[i];
-            c->buckets[i] = k->next;
-            free(k);
-        }
+    rate_free(c->sends);
     free(c->remote);
     chat_tail_free(c->tail);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
-    pthread_mutex_destroy(&c->limit_mu);
     free(c);
 }

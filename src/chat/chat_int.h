@@ -7,19 +7,10 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "base/rate.h"
 #include "chat/chat.h"
 #include "chat/chat_http.h"
 #include "chat/chat_writer.h"
-
-/* A user's send budget: a token bucket of rate a second, burst 2 x rate. */
-typedef struct chat_bucket {
-    struct chat_bucket *next;
-    int64_t user_id;
-    double tokens;
-    int64_t at_ms;
-} chat_bucket;
-
-#define CHAT_BUCKETS 4096
 
 struct chat_service {
     chat_opts o;
@@ -41,9 +32,8 @@ struct chat_service {
      * them; under mu. */
     int64_t *remote;
     size_t nremote;
-    /* Send budgets, under limit_mu. */
-    pthread_mutex_t limit_mu;
-    chat_bucket *buckets[CHAT_BUCKETS];
+    /* Send budgets: rate a second, twice that in a burst. */
+    rate_limiter *sends;
 };
 
 store *chat_db(chat_service *c, int loop);

@@ -151,6 +151,18 @@ static void handle_profile(http_req *r, void *arg)
 
 /* ---- posts -------------------------------------------------------------------- */
 
+bool feed_may_publish(feed_http *f, http_req *r)
+{
+    if (!f->publish || rate_take(f->publish, r->user_id, base_now_ms())) return true;
+    char after[24];
+    snprintf(after, sizeof after, "%lld", (long long)((60 + f->publish_per_min - 1) / f->publish_per_min));
+    http_add_header(r, "Retry-After", after);
+    http_send_error(r, 429, "too_many_requests", NULL,
+                    "at most %lld posts, comments and shares a minute; try again shortly",
+                    (long long)f->publish_per_min);
+    return false;
+}
+
 static void handle_post(http_req *r, void *arg)
 {
     feed_http *f = arg;
@@ -161,6 +173,7 @@ static void handle_post(http_req *r, void *arg)
         json_decref(body);
         return http_send_err(r, &e);
     }
+    if (!feed_may_publish(f, r)) return json_decref(body);
     feed_post_in in = {.id = idgen_next(f->ids), .author = r->user_id, .text = text, .client_id = client_id};
     int rc = in.id > 0 ? feed_post(db_of(f, r), &in, &f->lim, base_now_ms(), &out) : FEED_ERROR;
     json_decref(body);

@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "base/rate.h"
 #include "cluster/idgen.h"
 #include "feed/feed.h"
 #include "feed/feed_fanout.h"
@@ -27,6 +28,10 @@ typedef struct feed_http {
     feed_fanout *fanout; /* borrowed: woken after a post (may be NULL) */
     feed_limits lim;
     feed_unread_memo *unread; /* owned by the app: the unread counts remembered (may be NULL) */
+    /* Owned by the app: what a user may publish -- posts, and the hot
+     * list's comments and shares -- per minute (may be NULL: no limit). */
+    rate_limiter *publish;
+    int64_t publish_per_min;
     /* What other rooms show on posts (the hot list's counts and `liked`),
      * added to each post object of an array before it is answered; app.c
      * connects it (may be NULL). */
@@ -35,6 +40,10 @@ typedef struct feed_http {
 } feed_http;
 
 void feed_http_register(feed_http *f, http_server *s);
+/* Takes one of the user's publish tokens: false after answering 429 with
+ * Retry-After when there is none (a spammer's posts fan out to every
+ * follower; its comments and shares reach as far). */
+bool feed_may_publish(feed_http *f, http_req *r);
 /* The users room's sign-in hook (arg: the feed_http). */
 void feed_on_signin(void *arg, store *db, int64_t user);
 

@@ -128,7 +128,7 @@ static void handle_comment(http_req *r, void *arg)
         json_decref(body);
         return http_send_err(r, &e);
     }
-    if (!path_post(h, r, &id, &created, &author)) return json_decref(body);
+    if (!path_post(h, r, &id, &created, &author) || !feed_may_publish(h->o.feed, r)) return json_decref(body);
     int64_t cid = idgen_next(h->o.feed->ids);
     int rc = cid > 0 ? hot_comment_add(db_of(h, r), cid, id, r->user_id, text, created, base_now_ms(), &out) : HOT_ERROR;
     json_decref(body);
@@ -193,6 +193,7 @@ static void handle_share(http_req *r, void *arg)
         json_decref(body);
         return http_send_error(r, 422, "invalid_value", "id", "you cannot share your own post");
     }
+    if (!feed_may_publish(h->o.feed, r)) return json_decref(body);
     int64_t repost = idgen_next(h->o.feed->ids);
     int rc = repost > 0 ? hot_share(db_of(h, r), h->o.feed, repost, id, r->user_id, created, text, base_now_ms(), &out)
                         : HOT_ERROR;
