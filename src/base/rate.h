@@ -17,8 +17,9 @@ typedef struct rate_limiter rate_limiter;
 /* NULL when out of memory. */
 rate_limiter *rate_new(double per_s, double burst);
 void rate_free(rate_limiter *rl);
-/* Takes a token of user's at now_ms: true when there was one. Out of
- * memory, it lets the action through. */
+/* Takes a token of user's at now_ms (a monotonic clock's: a wall clock
+ * stepped back would stop the refill that long): true when there was
+ * one. Out of memory, it lets the action through. */
 bool rate_take(rate_limiter *rl, int64_t user, int64_t now_ms);
 
 #endif

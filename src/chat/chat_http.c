@@ -222,7 +222,7 @@ static void handle_member_remove(http_req *r, void *arg)
 /* The user's send budget: false (and 429 answered) when it is spent. */
 static bool within_rate(chat_service *c, http_req *r)
 {
-    if (rate_take(c->sends, r->user_id, base_now_ms())) return true;
+    if (rate_take(c->sends, r->user_id, base_mono_ns() / 1000000)) return true;
     http_add_header(r, "Retry-After", "1");
     http_send_error(r, 429, "too_many_requests", NULL, "at most %lld messages a second; try again shortly",
                     (long long)c->o.rate);

@@ -153,7 +153,7 @@ static void handle_profile(http_req *r, void *arg)
 
 bool feed_may_publish(feed_http *f, http_req *r)
 {
-    if (!f->publish || rate_take(f->publish, r->user_id, base_now_ms())) return true;
+    if (!f->publish || rate_take(f->publish, r->user_id, base_mono_ns() / 1000000)) return true;
     char after[24];
     snprintf(after, sizeof after, "%lld", (long long)((60 + f->publish_per_min - 1) / f->publish_per_min));
     http_add_header(r, "Retry-After", after);

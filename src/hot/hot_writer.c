@@ -8,7 +8,8 @@
  * thread, and every connection of that loop (WebSocket pushes too) waited
  * out its fsync.
  *
- * A batch is written in two passes, both in (post, user) order:
+ * A batch is written in two passes, both in (post, user) order (a
+ * pair's view before its likes and unlikes):
  *   1. each action's own row -- a view counts when its (post, user) row
  *      was last counted an hour ago or more (the upsert's WHERE says so,
  *      and its change count says whether this one counted); a like is an
@@ -17,9 +18,9 @@
  *   2. one statement a post for its counts.
  * The order is the same on every node, and no count row is taken before
  * every action row is: two nodes' batches on PostgreSQL wait for each
- * other at worst, never both at once (a deadlock would fail both
- * batches). The sort is stable, so one user's like then unlike of a post
- * keep their order. */
+ * other at worst, never both at once (PostgreSQL would end a deadlock by
+ * failing one of the batches). The sort keeps arrival order otherwise,
+ * so one user's like then unlike of a post keep their order. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,11 +98,16 @@ void hot_writer_submit(hot_writer *w, http_req *r, const hot_act *a)
 
 /* ---- a batch ------------------------------------------------------------------------ */
 
+/* (post, user), then a view before a like or an unlike of the pair (its
+ * row is in another table: two batches taking the pair's two rows in
+ * opposite orders would deadlock), then arrival. */
 static int by_post_user(const void *pa, const void *pb)
 {
     const act_req *a = *(act_req *const *)pa, *b = *(act_req *const *)pb;
     if (a->act.post_id != b->act.post_id) return a->act.post_id < b->act.post_id ? -1 : 1;
     if (a->act.user_id != b->act.user_id) return a->act.user_id < b->act.user_id ? -1 : 1;
+    bool va = a->act.kind == HOT_ACT_VIEW, vb = b->act.kind == HOT_ACT_VIEW;
+    if (va != vb) return va ? -1 : 1;
     return a->arrival < b->arrival ? -1 : a->arrival > b->arrival;
 }
 

@@ -227,7 +227,7 @@ class TestActions(HotBase):
                 self.assertEqual(self.server.get("/v1/posts/" + pid, token=tok).json["liked"], liked[0][0] in (1, "1"))
 
     def test_a_batch_that_waited_out_a_lock_is_written_again(self):
-        """Another transaction holds what the action writer needs for 7 s,
+        """Another transaction holds what the action writer needs for 8 s,
         past the 5 s lock wait (STORE_BUSY): the batch is written once
         more, and the like is answered 200 when the lock goes (it was 503
         after 5 s)."""
@@ -240,7 +240,7 @@ class TestActions(HotBase):
                 con = sqlite3.connect(db[len("sqlite:"):], timeout=10, isolation_level=None)
                 con.execute("BEGIN IMMEDIATE")
                 held.set()
-                time.sleep(7)
+                time.sleep(8)
                 con.execute("COMMIT")
                 con.close()
             held = threading.Event()
@@ -249,9 +249,9 @@ class TestActions(HotBase):
             self.assertTrue(held.wait(10))
         else:
             holder = subprocess.Popen(["psql", db, "-qAt", "-c", "BEGIN; SELECT 1 FROM hot_counts WHERE post_id = %s "
-                                       "FOR UPDATE; SELECT pg_sleep(7); COMMIT;" % pid], stdout=subprocess.DEVNULL)
+                                       "FOR UPDATE; SELECT pg_sleep(8); COMMIT;" % pid], stdout=subprocess.DEVNULL)
             self.assertTrue(wait_for(lambda: sql(db, "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a "
-                                                     "ON a.pid = l.pid WHERE a.query LIKE '%%pg_sleep(7)%%' "
+                                                     "ON a.pid = l.pid WHERE a.query LIKE '%%pg_sleep(8)%%' "
                                                      "AND l.mode = 'RowShareLock'")[0][0] not in ("0", 0),
                                      timeout=10))
         t0 = time.monotonic()
