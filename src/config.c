@@ -107,7 +107,9 @@ static const opt_def opts[] = {
         "seconds between WebSocket pings; two missed pongs close it (default 25)"),
     NUM("ws-max-per-user", ws_max_per_user, OPT_INT, 1, 1000,
         "WebSocket connections a user may have on a node; the oldest goes (default 10)"),
-    NUM("chat-rate", chat_rate, OPT_INT, 1, 100000, "chat messages a user may send per second, twice that in a burst (default 20)"),
+    NUM("chat-rate", chat_rate, OPT_INT, 1, 100000,
+        "chat messages, new conversations and member additions a user may make per second, twice that in a "
+        "burst (default 20)"),
     NUM("post-rate", post_rate, OPT_INT, 1, 100000,
         "posts, comments and shares a user may publish a minute, as many in a burst (default 60)"),
     NUM("feed-active-days", feed_active_days, OPT_INT, 1, 3650,

@@ -124,6 +124,18 @@ static int query_int(http_req *r, const char *name, int64_t lo, int64_t hi, int6
     return 1;
 }
 
+/* The user's send budget, for messages, new conversations and added
+ * members alike (each reaches every member's devices): false (and 429
+ * answered) when it is spent. */
+static bool within_rate(chat_service *c, http_req *r)
+{
+    if (rate_take(c->sends, r->user_id, base_mono_ns() / 1000000)) return true;
+    http_add_header(r, "Retry-After", "1");
+    http_send_error(r, 429, "too_many_requests", NULL, "at most %lld messages, new conversations and member additions a second; try again shortly",
+                    (long long)c->o.rate);
+    return false;
+}
+
 /* ---- conversations ------------------------------------------------------ */
 
 /* The users a create names, resolved; answers and returns false when
@@ -157,6 +169,7 @@ static void handle_create(http_req *r, void *arg)
         return http_send_err(r, &e);
     }
     json_decref(body);
+    if (!within_rate(c, r)) return chat_op_free(op);
     chat_submit(c, r, op);
 }
 
@@ -197,6 +210,7 @@ static void handle_members_add(http_req *r, void *arg)
         http_send_err(r, &e);
         goto out;
     }
+    if (!within_rate(c, r)) goto out;
     json_decref(body);
     chat_submit(c, r, op);
     return;
@@ -218,16 +232,6 @@ static void handle_member_remove(http_req *r, void *arg)
 }
 
 /* ---- messages ----------------------------------------------------------- */
-
-/* The user's send budget: false (and 429 answered) when it is spent. */
-static bool within_rate(chat_service *c, http_req *r)
-{
-    if (rate_take(c->sends, r->user_id, base_mono_ns() / 1000000)) return true;
-    http_add_header(r, "Retry-After", "1");
-    http_send_error(r, 429, "too_many_requests", NULL, "at most %lld messages a second; try again shortly",
-                    (long long)c->o.rate);
-    return false;
-}
 
 /* Chime-Connection: the sender's own WebSocket (the "connection" of its
  * hello frame), optional. */

@@ -406,6 +406,26 @@ class TestRate(ChatTest):
         time.sleep(1.1)
         self.send(ta, conv, "later")
 
+    def test_new_conversations_and_members_spend_it_too(self):
+        """Each reaches every member's devices, as a message does: a
+        script making groups of everyone in a loop is held to the rate."""
+        (c, tc), (d, td), (e, te) = self.users(3)
+        made = [self.server.post("/v1/conversations", {"type": "group", "title": "g%d" % i, "members": [d["id"]]},
+                                 token=tc) for i in range(8)]
+        limited = [r for r in made if r.status == 429]
+        self.assertTrue(limited, [r.status for r in made])
+        self.assertEqual(limited[0].header("Retry-After"), "1")
+        self.assertError(limited[0], 429, code="too_many_requests")
+        # Only the 201s made a group, on both sides.
+        ok = [r.json["id"] for r in made if r.status == 201]
+        self.assertEqual(len(self.server.get("/v1/conversations", token=td).json["items"]), len(ok))
+        # Bad input is still 400, before the budget.
+        self.assertError(self.server.post("/v1/conversations", {"type": "nope"}, token=tc), 400, "type")
+        time.sleep(2.1)
+        added = [self.server.post(conv_path(ok[0], "/members"), {"users": [e["id"]]}, token=tc) for _ in range(8)]
+        self.assertIn(429, [r.status for r in added])
+        self.assertEqual(added[0].status, 200, added[0])
+
 
 class TestStartup(unittest.TestCase):
     def test_requests_before_the_chat_started(self):
