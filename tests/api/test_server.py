@@ -386,10 +386,15 @@ class TestIdleScannerSeeks(ServerTest):
                                             "reminders": [{"method": "push", "minutes_before": 0}]}, token=tok)
         self.assertEqual(r.status, 201, r)
         self.assertEqual(self.server.stop(), 0)
-        self.sql("INSERT INTO reminders (id, event_id, user_id, method, minutes_before, shard, single, floor_ms, "
-                 "next_fire_ms, occurrence_ms, start_ms) SELECT 1000000000 + i, r.event_id, r.user_id, r.method, "
-                 "100000 + i, i % 1024, 1, 0, 1893492000000 + i, 1893492000000, 1893492000000 FROM "
-                 "generate_series(1, 100000) i, (SELECT * FROM reminders LIMIT 1) r")
+        # Ten short transactions, not one long one: an open transaction
+        # holds back the whole cluster's snapshot xmin, which the reminder
+        # frames of the tests running beside this one wait for.
+        for k in range(10):
+            self.sql("INSERT INTO reminders (id, event_id, user_id, method, minutes_before, shard, single, floor_ms, "
+                     "next_fire_ms, occurrence_ms, start_ms) SELECT 1000000000 + i, r.event_id, r.user_id, r.method, "
+                     "100000 + i, i %% 1024, 1, 0, 1893492000000 + i, 1893492000000, 1893492000000 FROM "
+                     "generate_series(%d, %d) i, (SELECT * FROM reminders LIMIT 1) r"
+                     % (k * 10000 + 1, k * 10000 + 10000))
         self.sql("VACUUM ANALYZE reminders")
         type(self).server = Server(db=self.server.db).start()
         time.sleep(2)
