@@ -15,6 +15,7 @@ Serving: on PostgreSQL one of two nodes computes and the other serves the
 same version within a second; Redis killed mid-test: /v1/hot keeps
 answering 200 with the last list, and Redis catches up when it returns;
 the database stopped: the list still serves from the local copy."""
+import contextlib
 import math
 import os
 import random
@@ -77,6 +78,14 @@ def redis_get(port, key):
         while len(rest) < n + 2:
             rest += s.recv(65536)
     return rest[:n].decode()
+
+
+def run_all(threads, timeout):
+    """Starts the threads together and waits for them all."""
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout)
 
 
 class HotBase(ServerTest):
@@ -208,12 +217,8 @@ class TestActions(HotBase):
                     bad.append((kind, r.status, r.body))
 
         # Each user on two connections at once: its own likes and unlikes race too.
-        threads = [threading.Thread(target=act, args=(tok, "%d-%d" % (i, j)))
-                   for i, (_, tok) in enumerate(users) for j in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
+        run_all([threading.Thread(target=act, args=(tok, "%d-%d" % (i, j)))
+                 for i, (_, tok) in enumerate(users) for j in range(2)], 60)
         self.assertEqual(bad, [])
         for pid in pids:
             likes = int(sql(self.server.db, "SELECT count(*) FROM hot_likes WHERE post_id = %s" % pid)[0][0])
@@ -446,6 +451,22 @@ class ClusterBase(unittest.TestCase):
         self.nodes.append(s)
         return s
 
+    @contextlib.contextmanager
+    def own_cluster(self):
+        """A PostgreSQL cluster of the test's own: (its URL, its directory);
+        the nodes are killed before it stops."""
+        pgdir = tempfile.mkdtemp(prefix="hot-pg-", dir=TMP)
+        url = subprocess.run([os.path.join(ROOT, "scripts/pg.sh"), "start", pgdir], check=True,
+                             capture_output=True, text=True).stdout.strip()
+        try:
+            yield url, pgdir
+        finally:
+            for n in self.nodes:
+                if n.proc:
+                    n.stop(signal.SIGKILL)
+            subprocess.run([os.path.join(ROOT, "scripts/pg.sh"), "stop", pgdir])
+            shutil.rmtree(pgdir, ignore_errors=True)
+
     def version(self, s):
         r = s.get("/v1/hot")
         self.assertEqual(r.status, 200, r)
@@ -499,17 +520,8 @@ class TestTwoNodes(ClusterBase):
         # A cluster of its own: the slowed transactions below hold back its
         # snapshot xmin, which the reminder frames of the tests running
         # beside this one would otherwise wait for (notify_visible.c).
-        pgdir = tempfile.mkdtemp(prefix="hot-pg-", dir=TMP)
-        db = subprocess.run([os.path.join(ROOT, "scripts/pg.sh"), "start", pgdir], check=True,
-                            capture_output=True, text=True).stdout.strip()
-        try:
+        with self.own_cluster() as (db, _):
             self.race(db)
-        finally:
-            for n in self.nodes:
-                if n.proc:
-                    n.stop(signal.SIGKILL)
-            subprocess.run([os.path.join(ROOT, "scripts/pg.sh"), "stop", pgdir])
-            shutil.rmtree(pgdir, ignore_errors=True)
 
     def race(self, db):
         a, b = self.node(db), self.node(db)
@@ -534,22 +546,15 @@ class TestTwoNodes(ClusterBase):
                         bad.append((r.status, r.body, v.status, v.body))
 
         # Half the users go up the posts on one node, half down on the other.
-        threads = [threading.Thread(target=act, args=((a, b)[i % 2], tok, pids if i % 2 else pids[::-1]))
-                   for i, (_, tok) in enumerate(users)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(120)
+        run_all([threading.Thread(target=act, args=((a, b)[i % 2], tok, pids if i % 2 else pids[::-1]))
+                 for i, (_, tok) in enumerate(users)], 120)
         self.assertEqual(bad, [])
         for pid in pids:
             post = b.get("/v1/posts/" + pid, token=ta).json
             self.assertEqual((post["likes"], post["views"]), (16, 16), pid)
 
     def test_database_stopped_still_serves(self):
-        pgdir = tempfile.mkdtemp(prefix="hot-pg-", dir=TMP)
-        url = subprocess.run([os.path.join(ROOT, "scripts/pg.sh"), "start", pgdir], check=True,
-                             capture_output=True, text=True).stdout.strip()
-        try:
+        with self.own_cluster() as (url, pgdir):
             s = self.node(url)
             pid = self.seed(s)
             self.assertTrue(wait_for(lambda: self.version(s)["items"], timeout=15))
@@ -562,12 +567,6 @@ class TestTwoNodes(ClusterBase):
                 self.assertGreaterEqual(r.json["version"], before["version"])
                 time.sleep(0.3)
             self.assertEqual(s.get("/healthz").status, 503)
-        finally:
-            for n in self.nodes:
-                if n.proc:
-                    n.stop(signal.SIGKILL)
-            subprocess.run([os.path.join(ROOT, "scripts/pg.sh"), "stop", pgdir])
-            shutil.rmtree(pgdir, ignore_errors=True)
 
 
 class TestRedis(ClusterBase):
