@@ -259,9 +259,11 @@ class TestActions(HotBase):
             # one (notify_visible.c waits for xmin, up to 2 s).
             holder = subprocess.Popen(["psql", db, "-qAt", "-c", "BEGIN; LOCK TABLE hot_counts IN EXCLUSIVE MODE; "
                                        "SELECT pg_sleep(8); COMMIT;"], stdout=subprocess.DEVNULL)
-            held = lambda: sql(db, "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-                                   "WHERE a.query LIKE '%%pg_sleep(8)%%' AND l.mode = 'ExclusiveLock' "
-                                   "AND l.granted")[0][0] not in ("0", 0)
+            # The table's lock itself (every transaction also holds an
+            # ExclusiveLock on its own virtual id, this query's too).
+            held = lambda: sql(db, "SELECT count(*) FROM pg_locks WHERE locktype = 'relation' AND "
+                                   "relation = 'hot_counts'::regclass AND mode = 'ExclusiveLock' AND granted"
+                               )[0][0] not in ("0", 0)
             self.assertTrue(wait_for(held, timeout=10))
         t0 = time.monotonic()
         r = self.server.request("PUT", "/v1/posts/%s/like" % pid, token=tb)
