@@ -83,6 +83,7 @@ typedef struct chat_result {
     chat_part **parts;   /* those renderings (owned: one reference each) */
     size_t nparts, parts_cap;
     chat_part *part;     /* the change being fanned out's (borrowed) */
+    size_t nrecent;      /* changes written to chat_recent (chat_settle.c) */
 } chat_result;
 
 void chat_result_free(chat_result *r);

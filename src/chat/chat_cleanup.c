@@ -37,11 +37,14 @@
 int chat_prune_read(store *db, int64_t *from, int64_t bound, int limit, chat_prune_cut *cuts, size_t *n)
 {
     /* The first change kept (young) is found by walking the user's
-     * changes after pruned_to in order: as many rows as can go, and one. */
+     * changes after pruned_to in order: as many rows as can go, and one;
+     * in both the tables a change may be in (chat_settle.c). */
     store_stmt *st = store_prepare(
-        db, "SELECT s.user_id, s.pruned_to, s.seq, (SELECT c.seq FROM chat_changes c WHERE c.user_id = s.user_id "
-            "AND c.seq > s.pruned_to AND c.created_ms >= $3 ORDER BY c.seq LIMIT 1) FROM chat_seqs s "
-            "WHERE s.user_id > $1 ORDER BY s.user_id LIMIT $2");
+        db, "SELECT s.user_id, s.pruned_to, s.seq, (SELECT min(y.seq) FROM (SELECT * FROM (SELECT c.seq FROM "
+            "chat_changes c WHERE c.user_id = s.user_id AND c.seq > s.pruned_to AND c.created_ms >= $3 "
+            "ORDER BY c.seq LIMIT 1) settled UNION ALL SELECT * FROM (SELECT r.seq FROM chat_recent r WHERE "
+            "r.user_id = s.user_id AND r.seq > s.pruned_to AND r.created_ms >= $3 ORDER BY r.seq LIMIT 1) recent) y) "
+            "FROM chat_seqs s WHERE s.user_id > $1 ORDER BY s.user_id LIMIT $2");
     store_bind_int64(st, 1, *from);
     store_bind_int64(st, 2, limit);
     store_bind_int64(st, 3, bound);
@@ -70,13 +73,16 @@ int chat_prune_cut_apply(store *db, const chat_prune_cut *cuts, size_t n)
         int rc = store_step(st);
         store_reset(st);
         if (rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
-        st = store_prepare(db, "DELETE FROM chat_changes WHERE user_id = $1 AND seq > $2 AND seq <= $3");
-        store_bind_int64(st, 1, cuts[i].user);
-        store_bind_int64(st, 2, cuts[i].from);
-        store_bind_int64(st, 3, cuts[i].to);
-        rc = store_step(st);
-        store_reset(st);
-        if (rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
+        for (int t = 0; t < 2; t++) {
+            st = store_prepare(db, t ? "DELETE FROM chat_recent WHERE user_id = $1 AND seq > $2 AND seq <= $3"
+                                     : "DELETE FROM chat_changes WHERE user_id = $1 AND seq > $2 AND seq <= $3");
+            store_bind_int64(st, 1, cuts[i].user);
+            store_bind_int64(st, 2, cuts[i].from);
+            store_bind_int64(st, 3, cuts[i].to);
+            rc = store_step(st);
+            store_reset(st);
+            if (rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
+        }
     }
     return STORE_OK;
 }

@@ -12,6 +12,7 @@
 
 #include "base/base.h"
 #include "chat/chat.h"
+#include "chat/chat_settle.h"
 
 void chat_result_free(chat_result *r)
 {
@@ -146,11 +147,18 @@ static int fan_out_set(store *db, const chat_change *ch, chat_result *r)
     return run(st, NULL);
 }
 
-/* The change row of user's number seq. */
-static int change_insert(store *db, int64_t user, int64_t seq, const chat_change *ch)
+/* The change row of user's number seq: in chat_changes, or, when it is
+ * one of a fan-out to CHAT_FANOUT_RECENT members or more on SQLite, in
+ * chat_recent, in the order of the commits, for chat_settle to move to
+ * the user's place later (a message to a group of 500 wrote a page of
+ * chat_changes for each member, 580 pages a commit; in chat_recent, 24:
+ * chat_settle.c). */
+static int change_insert(store *db, int64_t user, int64_t seq, const chat_change *ch, bool recent)
 {
-    store_stmt *st = store_prepare(db, "INSERT INTO chat_changes (user_id, seq, kind, conversation_id, ref, "
-                                       "created_ms) VALUES ($1, $2, $3, $4, $5, $6)");
+    store_stmt *st = store_prepare(db, recent ? "INSERT INTO chat_recent (user_id, seq, kind, conversation_id, ref, "
+                                                "created_ms) VALUES ($1, $2, $3, $4, $5, $6)"
+                                              : "INSERT INTO chat_changes (user_id, seq, kind, conversation_id, ref, "
+                                                "created_ms) VALUES ($1, $2, $3, $4, $5, $6)");
     store_bind_int64(st, 1, user);
     store_bind_int64(st, 2, seq);
     store_bind_str(st, 3, ch->kind);
@@ -193,6 +201,7 @@ static int fan_out_rows(store *db, const chat_change *ch, chat_result *r)
     int64_t *rows;
     size_t n;
     int rc = members_seqs(db, ch->conv, &rows, &n);
+    bool recent = n >= CHAT_FANOUT_RECENT;
     for (size_t i = 0; i < n && rc == STORE_OK; i++) {
         int64_t user = rows[3 * i], seq = rows[3 * i + 1] + 1, unread = rows[3 * i + 2] + unread_delta(ch, user);
         store_stmt *st = store_prepare(db, "UPDATE chat_seqs SET seq = $2, unread = $3 WHERE user_id = $1");
@@ -201,8 +210,9 @@ static int fan_out_rows(store *db, const chat_change *ch, chat_result *r)
         store_bind_int64(st, 3, unread);
         rc = run(st, NULL);
         if (rc != STORE_OK) break;
-        rc = change_insert(db, user, seq, ch);
+        rc = change_insert(db, user, seq, ch, recent);
         if (rc == STORE_OK) rc = signal_add(r, user, seq, unread);
+        r->nrecent += recent && rc == STORE_OK;
     }
     free(rows);
     return rc;
@@ -230,7 +240,7 @@ static int change_one(store *db, int64_t user, const chat_change *ch, chat_resul
     if (found) rc = store_step(st); /* to its end: one row */
     store_reset(st);
     if (!found || rc != STORE_DONE) return rc < 0 ? rc : STORE_ERROR;
-    rc = change_insert(db, user, seq, ch);
+    rc = change_insert(db, user, seq, ch, false);
     part_begin(r, ch);
     if (rc == STORE_OK) rc = signal_add(r, user, seq, unread);
     r->part = NULL;
@@ -474,16 +484,19 @@ int chat_remove_member(store *db, int64_t me, int64_t conv, int64_t user, int64_
  * CHAT_RETRY_LOOKBACK changes back, or past the sync retention. */
 static int original_user_seq(store *db, int64_t conv, int64_t me, int64_t seq, json_t *body)
 {
-    store_stmt *st = store_prepare(db, "SELECT c.seq FROM chat_changes c WHERE c.user_id = $1 AND c.seq > "
-                                       "(SELECT s.seq FROM chat_seqs s WHERE s.user_id = $1) - $4 AND "
-                                       "c.conversation_id = $2 AND c.kind = 'message' AND c.ref = $3 "
-                                       "ORDER BY c.seq DESC LIMIT 1");
+    store_stmt *st = store_prepare(db, "SELECT max(c.seq) FROM (SELECT seq, conversation_id, kind, ref FROM chat_recent "
+                                       "WHERE user_id = $1 AND seq > (SELECT s.seq FROM chat_seqs s WHERE "
+                                       "s.user_id = $1) - $4 UNION ALL SELECT seq, conversation_id, kind, ref FROM "
+                                       "chat_changes WHERE user_id = $1 AND seq > (SELECT s.seq FROM chat_seqs s "
+                                       "WHERE s.user_id = $1) - $4) c WHERE c.conversation_id = $2 AND "
+                                       "c.kind = 'message' AND c.ref = $3");
     store_bind_int64(st, 1, me);
     store_bind_int64(st, 2, conv);
     store_bind_int64(st, 3, seq);
     store_bind_int64(st, 4, CHAT_RETRY_LOOKBACK);
     int rc = store_step(st);
-    json_t *v = rc == STORE_ROW ? json_integer(store_col_int64(st, 0)) : json_null();
+    json_t *v = rc == STORE_ROW && !store_col_is_null(st, 0) ? json_integer(store_col_int64(st, 0)) : json_null();
+    if (rc == STORE_ROW) rc = store_step(st); /* to its end: one row */
     store_reset(st);
     if (rc != STORE_ROW && rc != STORE_DONE) {
         json_decref(v);

@@ -291,13 +291,18 @@ static void change_write(jsonw *w, store_stmt *st, int at)
  * it was a third of a loop's instructions, and a statement of its own for
  * the bounds another 15% of a pull's (callgrind, bench/chat). The user's
  * row comes first (one at most); the changes join it, so a user with no
- * changes after since still gives one row, with NULL changes. */
+ * changes after since still gives one row, with NULL changes. A change
+ * may be in either of two tables (chat_settle.c): the first limit + 1 of
+ * each, in order. */
 int chat_sync(store *db, int64_t me, int64_t since, int limit, int64_t *seq, int64_t *pruned_to, jsonw *w)
 {
     store_stmt *st = store_prepare(
         db, "SELECT s.seq, s.pruned_to, c.seq, c.kind, c.conversation_id, c.ref, m.conversation_id, m.seq, m.id, "
-            "m.sender_id, m.client_msg_id, m.text, m.sent_ms FROM chat_seqs s "
-            "LEFT JOIN chat_changes c ON c.user_id = s.user_id AND c.seq > $2 "
+            "m.sender_id, m.client_msg_id, m.text, m.sent_ms FROM chat_seqs s LEFT JOIN ("
+            "SELECT * FROM (SELECT seq, kind, conversation_id, ref FROM chat_changes WHERE user_id = $1 AND seq > $2 "
+            "ORDER BY seq LIMIT $3) settled UNION ALL "
+            "SELECT * FROM (SELECT seq, kind, conversation_id, ref FROM chat_recent WHERE user_id = $1 AND seq > $2 "
+            "ORDER BY seq LIMIT $3) recent) c ON TRUE "
             "LEFT JOIN messages m ON c.kind = 'message' AND m.conversation_id = c.conversation_id AND m.seq = c.ref "
             "WHERE s.user_id = $1 ORDER BY c.seq LIMIT $3");
     store_bind_int64(st, 1, me);

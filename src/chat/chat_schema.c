@@ -15,6 +15,9 @@
  * chat_changes: one row per (user, seq); ref is the message's seq, the
  *   read mark, or the member concerned. On SQLite clustered by its key
  *   (WITHOUT ROWID), so a sync is one range of one b-tree.
+ * chat_recent (version 45): rows of the same form, on SQLite, for the
+ *   changes of large fan-outs, from their commit until chat_settle moves
+ *   them into chat_changes. A user's changes are in either table.
  * ws_tickets: single-use WebSocket tickets (their SHA-256), for browsers.
  * presence: which node has a user online (the node's heartbeat in nodes
  *   says whether it still lives); ws_nodes: each node's connection count;
@@ -135,6 +138,31 @@ static const store_migration chat_steps[] = {
      * a message to a group of 500, 7% for a 1:1 one (callgrind,
      * bench/chat/writer.sh). */
     {44, "chat_changes_no_age_index", "DROP INDEX IF EXISTS chat_changes_age", NULL},
+    /* Where the chat writer puts the changes of a fan-out to many members
+     * on SQLite, in the order they were committed (the rowid), until
+     * chat_settle moves them to their users' places in chat_changes
+     * (chat_settle.c says why). Its index serves the reads of a user's
+     * changes here. On PostgreSQL it stays empty: the same queries read
+     * both tables there. */
+    {45, "chat_recent",
+     "CREATE TABLE chat_recent ("
+     " id INTEGER PRIMARY KEY,"
+     " user_id BIGINT NOT NULL,"
+     " seq BIGINT NOT NULL,"
+     " kind TEXT NOT NULL,"
+     " conversation_id BIGINT NOT NULL,"
+     " ref BIGINT NOT NULL,"
+     " created_ms BIGINT NOT NULL);"
+     "CREATE INDEX chat_recent_user ON chat_recent(user_id, seq)",
+     "CREATE TABLE chat_recent ("
+     " id BIGINT PRIMARY KEY,"
+     " user_id BIGINT NOT NULL,"
+     " seq BIGINT NOT NULL,"
+     " kind TEXT NOT NULL,"
+     " conversation_id BIGINT NOT NULL,"
+     " ref BIGINT NOT NULL,"
+     " created_ms BIGINT NOT NULL);"
+     "CREATE INDEX chat_recent_user ON chat_recent(user_id, seq)"},
 };
 
 int chat_schema_add(store_schema *s)

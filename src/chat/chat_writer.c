@@ -20,15 +20,26 @@
  * that fails alone is answered 503. */
 #include "chat/chat_writer.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/base.h"
+#include "chat/chat_settle.h"
 #include "store/store_checkpoint.h"
 
 #define CHAT_BATCH 256
+/* When the changes in chat_recent move to chat_changes (chat_settle.c):
+ * once CHAT_SETTLE_MIN of them wait and no write has come for
+ * CHAT_SETTLE_IDLE_MS (many of each user's are moved together, and not
+ * while the loops push and answer the pulls of the last write), or past
+ * CHAT_RECENT_MAX, whether or not. */
+#define CHAT_SETTLE_MIN 8192
+#define CHAT_SETTLE_IDLE_MS 50
+#define CHAT_RECENT_MAX 65536
 
 struct chat_writer {
     chat_writer_opts o;
@@ -41,6 +52,8 @@ struct chat_writer {
     bool stopping;
     int64_t batches, ops; /* for the log at exit */
     int64_t swept_ms;     /* the tail's last sweep */
+    bool settles;         /* SQLite: changes go to chat_recent first (chat_settle.c) */
+    int64_t recent;       /* about how many changes are there */
 };
 
 void chat_op_free(chat_op *op)
@@ -228,19 +241,6 @@ static void run_alone(chat_writer *w, chat_op *ops)
     }
 }
 
-static chat_op *take(chat_writer *w)
-{
-    pthread_mutex_lock(&w->mu);
-    while (!w->head && !w->stopping) pthread_cond_wait(&w->cv, &w->mu);
-    chat_op *batch = w->head, **end = &w->head;
-    for (int i = 0; *end && i < CHAT_BATCH; i++) end = &(*end)->next;
-    w->head = *end;
-    *end = NULL;
-    if (!w->head) w->tail = &w->head;
-    pthread_mutex_unlock(&w->mu);
-    return batch;
-}
-
 /* Appends r's news to *all (n of cap); false when out of memory. */
 static bool news_add(chat_news **all, size_t *n, size_t *cap, const chat_result *r)
 {
@@ -287,6 +287,68 @@ static void tell(chat_writer *w, chat_op *ops)
     free(all);
 }
 
+static bool queued(chat_writer *w)
+{
+    pthread_mutex_lock(&w->mu);
+    bool any = w->head || w->stopping;
+    pthread_mutex_unlock(&w->mu);
+    return any;
+}
+
+/* One settle transaction (chat_settle.c); false after a failure (logged:
+ * the changes wait for the next try). */
+static bool settle_once(chat_writer *w)
+{
+    bool more;
+    if (chat_settle(w->db, &more) != STORE_OK) {
+        log_warn("chat: new changes not settled: %s", store_errmsg(w->db));
+        return false;
+    }
+    w->recent = more ? w->recent - CHAT_SETTLE_ROWS : 0;
+    if (more && w->recent <= 0) w->recent = 1; /* the count was low: more to come */
+    return true;
+}
+
+/* The next batch, or NULL when stopping. While writes are queued, the
+ * changes in chat_recent wait; when none has come for CHAT_SETTLE_IDLE_MS
+ * and CHAT_SETTLE_MIN or more wait, they are settled, one transaction at a
+ * time while nothing is queued (a write that comes meanwhile waits for
+ * one: a few ms). */
+static chat_op *take(chat_writer *w)
+{
+    pthread_mutex_lock(&w->mu);
+    while (!w->head && !w->stopping) {
+        if (w->recent < CHAT_SETTLE_MIN) {
+            pthread_cond_wait(&w->cv, &w->mu);
+            continue;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += CHAT_SETTLE_IDLE_MS * 1000000L;
+        until.tv_sec += until.tv_nsec / 1000000000L;
+        until.tv_nsec %= 1000000000L;
+        if (pthread_cond_timedwait(&w->cv, &w->mu, &until) != ETIMEDOUT || w->head || w->stopping) continue;
+        pthread_mutex_unlock(&w->mu);
+        while (w->recent > 0 && !queued(w) && settle_once(w)) continue;
+        pthread_mutex_lock(&w->mu);
+        if (w->recent >= CHAT_SETTLE_MIN && !w->head && !w->stopping)
+            pthread_cond_wait(&w->cv, &w->mu); /* a failure: until the next write */
+    }
+    chat_op *batch = w->head, **end = &w->head;
+    for (int i = 0; *end && i < CHAT_BATCH; i++) end = &(*end)->next;
+    w->head = *end;
+    *end = NULL;
+    if (!w->head) w->tail = &w->head;
+    pthread_mutex_unlock(&w->mu);
+    return batch;
+}
+
+/* The changes a batch put in chat_recent. */
+static void settle_count(chat_writer *w, const chat_op *ops)
+{
+    for (const chat_op *op = ops; op; op = op->next) w->recent += (int64_t)op->res.nrecent;
+}
+
 static void *writer_main(void *p)
 {
     chat_writer *w = p;
@@ -298,6 +360,7 @@ static void *writer_main(void *p)
             run_alone(w, batch);
         }
         tell(w, batch);
+        settle_count(w, batch);
         w->batches++;
         while (batch) {
             chat_op *next = batch->next;
@@ -306,6 +369,8 @@ static void *writer_main(void *p)
             batch->finish(batch); /* owns it from here */
             batch = next;
         }
+        /* Writes that never stop coming: settle some now, the batch answered. */
+        while (w->recent > CHAT_RECENT_MAX && settle_once(w)) continue;
     }
     return NULL;
 }
@@ -319,7 +384,11 @@ chat_writer *chat_writer_new(const chat_writer_opts *o)
     w->o = *o;
     w->tail = &w->head;
     pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* take's idle wait */
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
     return w;
 }
 
@@ -354,6 +423,9 @@ int chat_writer_start(chat_writer *w)
     if (store_backend_of(w->db) == STORE_SQLITE &&
         (store_exec(w->db, "PRAGMA cache_size = -65536") != STORE_OK || store_exec(w->db, autockpt) != STORE_OK))
         log_warn("chat: the writer's connection keeps SQLite's defaults: %s", store_errmsg(w->db));
+    w->settles = store_backend_of(w->db) == STORE_SQLITE;
+    if (w->settles && store_query_int64(w->db, "SELECT count(*) FROM chat_recent", &w->recent) != STORE_ROW)
+        log_warn("chat: the changes waiting in chat_recent not counted: %s", store_errmsg(w->db));
     if (pthread_create(&w->thread, NULL, writer_main, w) != 0) return -1;
     w->started = true;
     return 0;

@@ -5,11 +5,12 @@ sequence (gap-free, stable, 400 ahead, 410 too old), read marks, members
 added and removed, unread counts, rate limits, and that nobody reaches
 another user's conversation."""
 import json
+import signal
 import threading
 import time
 import unittest
 
-from chime import ServerTest, main
+from chime import BACKEND, NodesTest, ServerTest, main
 from test_jobs import sql, wait_for
 
 
@@ -305,9 +306,12 @@ class TestSync(ChatTest):
         conv = self.direct(ta, b["id"])
         for i in range(3):
             self.send(ta, conv, "old%d" % i)
-        # The first two changes of b age past the retention (30 days).
-        sql(self.server.db, "UPDATE chat_changes SET created_ms = created_ms - 3456000000 "
-            "WHERE user_id = %d AND seq <= 2" % int(b["id"], 16))
+        # The first two changes of b age past the retention (30 days),
+        # wherever they are (on SQLite new changes wait in chat_recent
+        # until the writer settles them in chat_changes).
+        for table in ("chat_changes", "chat_recent"):
+            sql(self.server.db, "UPDATE %s SET created_ms = created_ms - 3456000000 "
+                "WHERE user_id = %d AND seq <= 2" % (table, int(b["id"], 16)))
         r = self.server.post("/v1/admin/jobs/chat.cleanup/run", token=self.admin_token)
         self.assertEqual(r.status, 202, r)
         wait_for(lambda: self.server.get("/v1/sync?since=0", token=tb).status == 410, timeout=20)
@@ -332,6 +336,67 @@ class TestRetryFarBack(ChatTest):
         self.assertIsNone(again.pop("user_seq"))
         first.pop("user_seq")
         self.assertEqual(again, first)
+
+
+@unittest.skipUnless(BACKEND == "sqlite", "PostgreSQL's writers put each change in its place at once")
+class TestSettle(NodesTest):
+    """On SQLite new changes wait in chat_recent, and the chat writer moves
+    them to chat_changes once 8,192 wait and no write has come for 50 ms
+    (chat_settle.c); pulls give the same answers wherever the changes
+    are, across a SIGKILL and a restart. Default settle settings."""
+    node_args = ("--chat-rate", "100000")
+    MEMBERS = 100
+
+    def counts(self):
+        return [sql(self.db, "SELECT count(*) FROM %s" % t)[0][0] for t in ("chat_recent", "chat_changes")]
+
+    def pulls(self, server, tokens):
+        """Each member's changes, in pages of 500: their numbers 1..seq in
+        order, and the pages' text."""
+        out = []
+        for tok in tokens:
+            since, pages, seqs = 0, [], []
+            while True:
+                r = server.get("/v1/sync?since=%d&limit=500" % since, token=tok)
+                self.assertEqual(r.status, 200, r)
+                pages.append(r.body)
+                seqs += [c["seq"] for c in r.json["changes"]]
+                since = r.json["seq"]
+                if not r.json["has_more"]:
+                    break
+            self.assertEqual(seqs, list(range(1, len(seqs) + 1)))
+            out.append(pages)
+        return out
+
+    def send_many(self, server, tok, conv, n, tag):
+        for i in range(n):
+            r = server.post(conv_path(conv, "/messages"), {"client_msg_id": "%s%d" % (tag, i), "text": "x"}, token=tok)
+            self.assertEqual(r.status, 201, r)
+
+    def test_changes_settle_when_the_writer_is_idle(self):
+        a = self.start()
+        users = [a.new_user() for _ in range(3)]
+        ids = [u["id"] for u, _ in users[1:]] + [a.signup()["id"] for _ in range(self.MEMBERS - 3)]
+        r = a.post("/v1/conversations", {"type": "group", "title": "many", "members": ids}, token=users[0][1])
+        self.assertEqual(r.status, 201, r)
+        conv, tokens = r.json["id"], [t for _, t in users]
+        # 41 changes a member: 4,100 in all, fewer than 8,192: they wait.
+        self.send_many(a, tokens[0], conv, 40, "a")
+        self.assertEqual(self.counts(), [41 * self.MEMBERS, 0])
+        before = self.pulls(a, tokens)
+        a.stop(signal.SIGKILL)
+        b = self.start()
+        self.assertEqual(self.pulls(b, tokens), before)
+        time.sleep(0.2)
+        self.assertEqual(self.counts(), [41 * self.MEMBERS, 0])
+        # 45 more a member: past 8,192, and the writer settles them all
+        # once idle; the answers do not change.
+        self.send_many(b, tokens[1], conv, 45, "b")
+        mid = self.pulls(b, tokens)
+        self.assertEqual([len(p) for p in mid], [1] * 3)
+        wait_for(lambda: self.counts() == [0, 86 * self.MEMBERS], timeout=20)
+        self.assertEqual(self.pulls(b, tokens), mid)
+        self.assertEqual(b.stop(), 0)
 
 
 class TestMembers(ChatTest):
