@@ -84,6 +84,18 @@
     " user_id BIGINT PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,"                                 \
     " seen_ms BIGINT NOT NULL)"
 
+/* SQLite's rowid is the id only as INTEGER PRIMARY KEY. */
+#define CHAT_RECENT(ID)                                                                                    \
+    "CREATE TABLE chat_recent ("                                                                          \
+    " id " ID " PRIMARY KEY,"                                                                             \
+    " user_id BIGINT NOT NULL,"                                                                           \
+    " seq BIGINT NOT NULL,"                                                                               \
+    " kind TEXT NOT NULL,"                                                                                \
+    " conversation_id BIGINT NOT NULL,"                                                                   \
+    " ref BIGINT NOT NULL,"                                                                               \
+    " created_ms BIGINT NOT NULL);"                                                                       \
+    "CREATE INDEX chat_recent_user ON chat_recent(user_id, seq)"
+
 /* The sum as GET /v1/unread computes it, for the rows already there. */
 #define CHAT_UNREAD_KEPT                                                                                   \
     "ALTER TABLE chat_seqs ADD COLUMN unread BIGINT NOT NULL DEFAULT 0;"                                  \
@@ -144,25 +156,7 @@ static const store_migration chat_steps[] = {
      * (chat_settle.c says why). Its index serves the reads of a user's
      * changes here. On PostgreSQL it stays empty: the same queries read
      * both tables there. */
-    {45, "chat_recent",
-     "CREATE TABLE chat_recent ("
-     " id INTEGER PRIMARY KEY,"
-     " user_id BIGINT NOT NULL,"
-     " seq BIGINT NOT NULL,"
-     " kind TEXT NOT NULL,"
-     " conversation_id BIGINT NOT NULL,"
-     " ref BIGINT NOT NULL,"
-     " created_ms BIGINT NOT NULL);"
-     "CREATE INDEX chat_recent_user ON chat_recent(user_id, seq)",
-     "CREATE TABLE chat_recent ("
-     " id BIGINT PRIMARY KEY,"
-     " user_id BIGINT NOT NULL,"
-     " seq BIGINT NOT NULL,"
-     " kind TEXT NOT NULL,"
-     " conversation_id BIGINT NOT NULL,"
-     " ref BIGINT NOT NULL,"
-     " created_ms BIGINT NOT NULL);"
-     "CREATE INDEX chat_recent_user ON chat_recent(user_id, seq)"},
+    {45, "chat_recent", CHAT_RECENT("INTEGER"), CHAT_RECENT("BIGINT")},
 };
 
 int chat_schema_add(store_schema *s)
