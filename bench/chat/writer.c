@@ -6,15 +6,19 @@
  * inside run_batches; the whole server's figures come from run.sh.
  * With "group": a group of GROUP of those users, and one message to it a
  * transaction (run_group), as the bench's rounds send them.
- * The changes are settled (chat_settle.c) as an idle writer settles them,
- * once 8,192 wait (CHAT_SETTLE_MIN). The WAL is left to grow,
- * as the server's checkpointer thread, not the writer, copies it.
- * Prints the wall and CPU time a message of the measured part.
+ * The changes of a group message wait in chat_recent and are settled
+ * (chat_settle.c) as a writer with pauses between writes settles them:
+ * all, once 8,192 wait (CHAT_SETTLE_MIN); with "busy", as a writer that
+ * never pauses does: a settle after a message while more than 16,384
+ * wait (CHAT_RECENT_MAX). The WAL is left to grow, as the server's
+ * checkpointer thread, not the writer, copies it. Prints the wall and CPU
+ * time a message of the measured part, settles included.
  *
- * usage: chatwriter PATH.db [batches [group]] */
+ * usage: chatwriter PATH.db [batches [group [busy]]] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,15 +64,21 @@ typedef struct pair {
     int64_t users[2], conv;
 } pair;
 
-/* Settles, as the writer does when it has nothing queued, once
- * CHAT_SETTLE_MIN changes wait (chat_writer.c). */
-static void settle(store *s)
+static bool busy;      /* the writer never pauses (see the top) */
+static int64_t waiting; /* changes in chat_recent */
+static chat_settle_at at; /* the settles' walk */
+
+/* Settles as the writer does (chat_writer.c), after a write that put
+ * added changes in chat_recent. */
+static void settle(store *s, size_t added)
 {
-    int64_t waiting;
     bool more = true;
-    if (store_query_int64(s, "SELECT count(*) FROM chat_recent", &waiting) != STORE_ROW) die("count", s);
-    while (waiting >= 8192 && more)
-        if (chat_settle(s, &more) != STORE_OK) die("settle", s);
+    waiting += (int64_t)added;
+    if (!busy && waiting < 8192) return;
+    while (more && waiting > (busy ? 16384 : 0)) {
+        if (chat_settle(s, &at, &more) != STORE_OK) die("settle", s);
+        waiting = more ? waiting - CHAT_SETTLE_ROWS : 0;
+    }
 }
 
 static void tail_put(chat_tail *t, chat_result *r)
@@ -95,11 +105,13 @@ __attribute__((noinline)) void run_batches(store *s, chat_tail *t, const pair *p
                 die("a send", s);
         }
         if (store_commit(s) != STORE_OK) die("commit", s);
+        size_t added = 0;
         for (int i = 0; i < BATCH; i++) {
+            added += r[i].nrecent;
             tail_put(t, &r[i]);
             chat_result_free(&r[i]);
         }
-        settle(s);
+        settle(s, added);
     }
 }
 
@@ -117,8 +129,9 @@ __attribute__((noinline)) void run_group(store *s, chat_tail *t, const int64_t *
             die("a group send", s);
         if (store_commit(s) != STORE_OK) die("commit", s);
         tail_put(t, &r);
+        size_t added = r.nrecent;
         chat_result_free(&r);
-        settle(s);
+        settle(s, added);
     }
 }
 
@@ -138,16 +151,26 @@ static int64_t group(store *s, const pair *pairs, int64_t *members)
     return id;
 }
 
-static void report(int messages, int64_t t0, clock_t c0)
+/* The WAL's length in bytes (it only grows here: see the top). */
+static int64_t wal_bytes(const char *db)
 {
-    printf("%.3f ms a message, %.3f ms of CPU\n", (double)(base_now_ms() - t0) / messages,
-           (double)(clock() - c0) * 1000.0 / CLOCKS_PER_SEC / messages);
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s-wal", db);
+    return stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
+}
+
+static void report(int messages, int64_t t0, clock_t c0, const char *db, int64_t wal0)
+{
+    printf("%.3f ms a message, %.3f ms of CPU, %.1f WAL frames\n", (double)(base_now_ms() - t0) / messages,
+           (double)(clock() - c0) * 1000.0 / CLOCKS_PER_SEC / messages,
+           (double)(wal_bytes(db) - wal0) / (4096 + 24) / messages);
 }
 
 int main(int argc, char **argv)
 {
     if (argc < 2 || base_init() != 0) {
-        fprintf(stderr, "usage: chatwriter PATH.db [batches]\n");
+        fprintf(stderr, "usage: chatwriter PATH.db [batches [group [busy]]]\n");
         return 2;
     }
     char url[4096], err[256];
@@ -173,21 +196,22 @@ int main(int argc, char **argv)
     srand(1);
     chat_tail *t = chat_tail_new();
     if (!t) die("out of memory", s);
+    busy = argc > 4 && strcmp(argv[4], "busy") == 0;
     if (argc > 3 && strcmp(argv[3], "group") == 0) {
         static int64_t members[GROUP];
         int64_t conv = group(s, pairs, members);
         run_group(s, t, members, conv, 20, &next);
         clock_t c0 = clock();
-        int64_t t0 = base_now_ms();
+        int64_t t0 = base_now_ms(), wal0 = wal_bytes(argv[1]);
         run_group(s, t, members, conv, batches, &next);
-        report(batches, t0, c0);
+        report(batches, t0, c0, argv[1], wal0);
         printf("%d group messages measured after 20 warm-up\n", batches);
     } else {
         run_batches(s, t, pairs, 200, &next);
         clock_t c0 = clock();
-        int64_t t0 = base_now_ms();
+        int64_t t0 = base_now_ms(), wal0 = wal_bytes(argv[1]);
         run_batches(s, t, pairs, batches, &next);
-        report(batches * BATCH, t0, c0);
+        report(batches * BATCH, t0, c0, argv[1], wal0);
         printf("%d messages measured after %d warm-up\n", batches * BATCH, 200 * BATCH);
     }
     chat_tail_free(t);

@@ -6,7 +6,8 @@
  *    the user must see -- a message in any of their conversations (their
  *    own from another device too), being added or removed, a read mark
  *    moved on another device -- takes the user's next number and is one
- *    row of chat_changes (user, seq). A device syncs by "everything after
+ *    row of chat_changes (user, seq), or, for a while, of chat_recent
+ *    (chat_settle.c). A device syncs by "everything after
  *    seq N", never by time. The numbers are handed out under the row lock
  *    of the user's chat_seqs row, in the writing transaction, so a user's
  *    changes commit in seq order: whoever reads seq N+1 can read N.

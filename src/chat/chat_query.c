@@ -293,7 +293,8 @@ static void change_write(jsonw *w, store_stmt *st, int at)
  * row comes first (one at most); the changes join it, so a user with no
  * changes after since still gives one row, with NULL changes. A change
  * may be in either of two tables (chat_settle.c): the first limit + 1 of
- * each, in order. */
+ * each, in order, and of those the first limit + 1, before the messages
+ * are looked up. */
 int chat_sync(store *db, int64_t me, int64_t since, int limit, int64_t *seq, int64_t *pruned_to, jsonw *w)
 {
     store_stmt *st = store_prepare(
@@ -302,7 +303,7 @@ int chat_sync(store *db, int64_t me, int64_t since, int limit, int64_t *seq, int
             "SELECT * FROM (SELECT seq, kind, conversation_id, ref FROM chat_changes WHERE user_id = $1 AND seq > $2 "
             "ORDER BY seq LIMIT $3) settled UNION ALL "
             "SELECT * FROM (SELECT seq, kind, conversation_id, ref FROM chat_recent WHERE user_id = $1 AND seq > $2 "
-            "ORDER BY seq LIMIT $3) recent) c ON TRUE "
+            "ORDER BY seq LIMIT $3) recent ORDER BY seq LIMIT $3) c ON TRUE "
             "LEFT JOIN messages m ON c.kind = 'message' AND m.conversation_id = c.conversation_id AND m.seq = c.ref "
             "WHERE s.user_id = $1 ORDER BY c.seq LIMIT $3");
     store_bind_int64(st, 1, me);

@@ -30,64 +30,86 @@
 
 #include <stdbool.h>
 
-/* The key of the last change a settle moves: the CHAT_SETTLE_ROWS-th in
- * (user, seq) order, or the last of all; *any false when there is none.
- * *more: whether more are left after it. */
-static int settle_bound(store *db, int64_t *user, int64_t *seq, bool *any, bool *more)
+/* One (user, seq) key of chat_recent into *k; *found false when the
+ * statement gives none. */
+static int key_of(store_stmt *st, chat_settle_at *k, bool *found)
 {
-    store_stmt *st = store_prepare(db, "SELECT user_id, seq FROM chat_recent ORDER BY user_id, seq LIMIT 2 OFFSET $1");
-    store_bind_int64(st, 1, CHAT_SETTLE_ROWS - 1);
     int rc = store_step(st);
-    *any = *more = false;
-    if (rc == STORE_ROW) {
-        *any = true;
-        *user = store_col_int64(st, 0);
-        *seq = store_col_int64(st, 1);
-        rc = store_step(st);
-        *more = rc == STORE_ROW;
-        if (rc == STORE_ROW) rc = store_step(st);
-    }
-    store_reset(st);
-    if (rc != STORE_DONE || *any) return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
-    /* fewer than CHAT_SETTLE_ROWS: all of them */
-    st = store_prepare(db, "SELECT user_id, seq FROM chat_recent ORDER BY user_id DESC, seq DESC LIMIT 1");
-    rc = store_step(st);
-    if (rc == STORE_ROW) {
-        *any = true;
-        *user = store_col_int64(st, 0);
-        *seq = store_col_int64(st, 1);
-        rc = store_step(st);
+    *found = rc == STORE_ROW;
+    if (*found) {
+        k->user = store_col_int64(st, 0);
+        k->seq = store_col_int64(st, 1);
+        rc = store_step(st); /* to its end: one row */
     }
     store_reset(st);
     return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
 }
 
-static int run_upto(store *db, const char *sql, int64_t user, int64_t seq)
+/* The last change the settle after *from moves: the CHAT_SETTLE_ROWS-th
+ * after it in (user, seq) order, or the last of all (*wrap: the walk
+ * starts over after this one); *any false when nothing comes after from. */
+static int settle_bound(store *db, const chat_settle_at *from, chat_settle_at *to, bool *any, bool *wrap)
+{
+    store_stmt *st = store_prepare(db, "SELECT user_id, seq FROM chat_recent WHERE (user_id, seq) > ($1, $2) "
+                                       "ORDER BY user_id, seq LIMIT 1 OFFSET $3");
+    store_bind_int64(st, 1, from->user);
+    store_bind_int64(st, 2, from->seq);
+    store_bind_int64(st, 3, CHAT_SETTLE_ROWS - 1);
+    int rc = key_of(st, to, any);
+    *wrap = false;
+    if (rc != STORE_OK || *any) return rc;
+    st = store_prepare(db, "SELECT user_id, seq FROM chat_recent WHERE (user_id, seq) > ($1, $2) "
+                           "ORDER BY user_id DESC, seq DESC LIMIT 1");
+    store_bind_int64(st, 1, from->user);
+    store_bind_int64(st, 2, from->seq);
+    *wrap = true;
+    return key_of(st, to, any);
+}
+
+static int run_range(store *db, const char *sql, const chat_settle_at *from, const chat_settle_at *to)
 {
     store_stmt *st = store_prepare(db, sql);
-    store_bind_int64(st, 1, user);
-    store_bind_int64(st, 2, seq);
+    store_bind_int64(st, 1, from->user);
+    store_bind_int64(st, 2, from->seq);
+    store_bind_int64(st, 3, to->user);
+    store_bind_int64(st, 4, to->seq);
     int rc = store_step(st);
     store_reset(st);
     return rc == STORE_DONE ? STORE_OK : rc < 0 ? rc : STORE_ERROR;
 }
 
-int chat_settle(store *db, bool *more)
+/* Moves the changes after from, up to and with to. */
+static int settle_range(store *db, const chat_settle_at *from, const chat_settle_at *to)
 {
-    int64_t user = 0, seq = 0;
-    bool any;
+    int rc = run_range(db,
+                       "INSERT INTO chat_changes (user_id, seq, kind, conversation_id, ref, created_ms) "
+                       "SELECT user_id, seq, kind, conversation_id, ref, created_ms FROM chat_recent "
+                       "WHERE (user_id, seq) > ($1, $2) AND (user_id, seq) <= ($3, $4) ORDER BY user_id, seq",
+                       from, to);
+    if (rc == STORE_OK)
+        rc = run_range(db, "DELETE FROM chat_recent WHERE (user_id, seq) > ($1, $2) AND (user_id, seq) <= ($3, $4)",
+                       from, to);
+    return rc;
+}
+
+int chat_settle(store *db, chat_settle_at *at, bool *more)
+{
+    chat_settle_at to = {0, 0}, start = {0, 0};
+    bool any = false, wrap = false;
+    int64_t left = 0;
     *more = false;
     int rc = store_begin(db);
-    if (rc == STORE_OK) rc = settle_bound(db, &user, &seq, &any, more);
-    if (rc == STORE_OK && any)
-        rc = run_upto(db,
-                      "INSERT INTO chat_changes (user_id, seq, kind, conversation_id, ref, created_ms) "
-                      "SELECT user_id, seq, kind, conversation_id, ref, created_ms FROM chat_recent "
-                      "WHERE (user_id, seq) <= ($1, $2) ORDER BY user_id, seq",
-                      user, seq);
-    if (rc == STORE_OK && any) rc = run_upto(db, "DELETE FROM chat_recent WHERE (user_id, seq) <= ($1, $2)", user, seq);
-    if (rc == STORE_OK) rc = store_commit(db);
+    if (rc == STORE_OK) rc = settle_bound(db, at, &to, &any, &wrap);
+    if (rc == STORE_OK && !any && (at->user || at->seq)) { /* nothing after at: from the start */
+        *at = start;
+        rc = settle_bound(db, at, &to, &any, &wrap);
+    }
+    if (rc == STORE_OK && any) rc = settle_range(db, at, &to);
+    if (rc == STORE_OK) rc = store_query_int64(db, "SELECT count(*) FROM (SELECT 1 FROM chat_recent LIMIT 1) x", &left);
+    if (rc == STORE_ROW) rc = store_commit(db);
     else store_rollback(db);
-    if (rc != STORE_OK) *more = false;
-    return rc;
+    if (rc != STORE_OK) return rc;
+    *at = any && !wrap ? to : start;
+    *more = left > 0;
+    return STORE_OK;
 }

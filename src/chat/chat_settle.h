@@ -12,10 +12,17 @@
 #define CHAT_SETTLE_ROWS 512   /* changes moved a transaction */
 #define CHAT_FANOUT_RECENT 16 /* a fan-out to this many members or more goes to chat_recent */
 
-/* Moves the first CHAT_SETTLE_ROWS changes of chat_recent in (user, seq)
- * order (all, when there are fewer) into chat_changes, in a transaction
- * of its own; *more: whether any are left. STORE_OK or an error (nothing
- * moved). */
-int chat_settle(store *db, bool *more);
+/* Where a walk of settles over chat_recent is: the last (user, seq) moved
+ * ({0, 0}: at the start). */
+typedef struct chat_settle_at {
+    int64_t user, seq;
+} chat_settle_at;
+
+/* Moves the CHAT_SETTLE_ROWS changes of chat_recent after *at in (user,
+ * seq) order (those to the end when there are fewer, and *at goes back to
+ * the start; from the start when none is after *at) into chat_changes, in
+ * a transaction of its own, and moves *at on; *more: whether any change is
+ * left in chat_recent. STORE_OK, or an error (nothing moved, *at kept). */
+int chat_settle(store *db, chat_settle_at *at, bool *more);
 
 #endif

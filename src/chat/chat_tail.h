@@ -23,8 +23,9 @@
  * forget the user (chat_tail_put with NULL), so a gap is never served.
  * That holds on SQLite, which has one node (one process writes the
  * file); on PostgreSQL other nodes write too, and no tail is kept. The
- * cleanup job's prune (the one other writer of chat_changes) makes it
- * forget each user whose changes it cut.
+ * cleanup job's prune (the one other writer of chat_changes and
+ * chat_recent; the writer's own settles move rows without changing
+ * them) makes it forget each user whose changes it cut.
  *
  * Thread-safe: the writer puts, the loops read, under per-shard locks. */
 #ifndef CHIME_CHAT_TAIL_H

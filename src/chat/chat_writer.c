@@ -36,10 +36,15 @@
  * once CHAT_SETTLE_MIN of them wait and no write has come for
  * CHAT_SETTLE_IDLE_MS (many of each user's are moved together, and not
  * while the loops push and answer the pulls of the last write), or past
- * CHAT_RECENT_MAX, whether or not. */
+ * CHAT_RECENT_MAX, whether or not, after each batch is answered: a
+ * server whose writes never pause keeps chat_recent there. The larger
+ * chat_recent, the more pages of its index a fan-out writes and of its
+ * table a settle's delete, so the bound is low. After a failed settle,
+ * none for CHAT_SETTLE_BACKOFF_MS. */
 #define CHAT_SETTLE_MIN 8192
 #define CHAT_SETTLE_IDLE_MS 50
-#define CHAT_RECENT_MAX 65536
+#define CHAT_RECENT_MAX 16384
+#define CHAT_SETTLE_BACKOFF_MS 1000
 
 struct chat_writer {
     chat_writer_opts o;
@@ -54,6 +59,8 @@ struct chat_writer {
     int64_t swept_ms;     /* the tail's last sweep */
     bool settles;         /* SQLite: changes go to chat_recent first (chat_settle.c) */
     int64_t recent;       /* about how many changes are there */
+    int64_t settle_ms;    /* no settle before this (monotonic; a failure's back-off) */
+    chat_settle_at settle_at; /* where the settles' walk over the users is */
 };
 
 void chat_op_free(chat_op *op)
@@ -296,12 +303,14 @@ static bool queued(chat_writer *w)
 }
 
 /* One settle transaction (chat_settle.c); false after a failure (logged:
- * the changes wait for the next try). */
+ * the changes wait for the next try, CHAT_SETTLE_BACKOFF_MS on). */
 static bool settle_once(chat_writer *w)
 {
     bool more;
-    if (chat_settle(w->db, &more) != STORE_OK) {
+    if (base_mono_ns() / 1000000 < w->settle_ms) return false;
+    if (chat_settle(w->db, &w->settle_at, &more) != STORE_OK) {
         log_warn("chat: new changes not settled: %s", store_errmsg(w->db));
+        w->settle_ms = base_mono_ns() / 1000000 + CHAT_SETTLE_BACKOFF_MS;
         return false;
     }
     w->recent = more ? w->recent - CHAT_SETTLE_ROWS : 0;
