@@ -194,7 +194,6 @@ http_server *app_http_new(app *a)
     }
     a->feed.dbs = a->dbs;
     if (!(a->feed.unread = feed_unread_memo_new(FEED_UNREAD_MEMO_SLOTS))) return NULL;
-    a->feed.publish_per_min = a->cfg.post_rate;
     if (!(a->feed.publish = rate_new((double)a->cfg.post_rate / 60.0, (double)a->cfg.post_rate))) return NULL;
     a->feed.lim = (feed_limits){.active_ms = a->cfg.feed_active_days * 86400000,
                                 .push_max_followers = a->cfg.feed_push_max_followers,

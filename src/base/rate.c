@@ -57,6 +57,11 @@ static rate_user *user_of(rate_limiter *rl, int64_t user, int64_t now_ms)
     return u;
 }
 
+double rate_per_s(const rate_limiter *rl)
+{
+    return rl->per_s;
+}
+
 bool rate_take(rate_limiter *rl, int64_t user, int64_t now_ms)
 {
     pthread_mutex_lock(&rl->mu);

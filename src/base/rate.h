@@ -21,5 +21,7 @@ void rate_free(rate_limiter *rl);
  * stepped back would stop the refill that long): true when there was
  * one. Out of memory, it lets the action through. */
 bool rate_take(rate_limiter *rl, int64_t user, int64_t now_ms);
+/* The tokens a user gains a second, as made (for the answer that says so). */
+double rate_per_s(const rate_limiter *rl);
 
 #endif

@@ -57,7 +57,6 @@ struct chat_writer {
     bool stopping;
     int64_t batches, ops; /* for the log at exit */
     int64_t swept_ms;     /* the tail's last sweep */
-    bool settles;         /* SQLite: changes go to chat_recent first (chat_settle.c) */
     int64_t recent;       /* about how many changes are there */
     int64_t settle_ms;    /* no settle before this (monotonic; a failure's back-off) */
     chat_settle_at settle_at; /* where the settles' walk over the users is */
@@ -432,8 +431,8 @@ int chat_writer_start(chat_writer *w)
     if (store_backend_of(w->db) == STORE_SQLITE &&
         (store_exec(w->db, "PRAGMA cache_size = -65536") != STORE_OK || store_exec(w->db, autockpt) != STORE_OK))
         log_warn("chat: the writer's connection keeps SQLite's defaults: %s", store_errmsg(w->db));
-    w->settles = store_backend_of(w->db) == STORE_SQLITE;
-    if (w->settles && store_query_int64(w->db, "SELECT count(*) FROM chat_recent", &w->recent) != STORE_ROW)
+    /* what a stop or a crash left in chat_recent (SQLite: chat_settle.c) */
+    if (store_backend_of(w->db) == STORE_SQLITE && store_query_int64(w->db, "SELECT count(*) FROM chat_recent", &w->recent) != STORE_ROW)
         log_warn("chat: the changes waiting in chat_recent not counted: %s", store_errmsg(w->db));
     if (pthread_create(&w->thread, NULL, writer_main, w) != 0) return -1;
     w->started = true;

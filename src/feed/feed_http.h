@@ -31,7 +31,6 @@ typedef struct feed_http {
     /* Owned by the app: what a user may publish -- posts, and the hot
      * list's comments and shares -- per minute (may be NULL: no limit). */
     rate_limiter *publish;
-    int64_t publish_per_min;
     /* What other rooms show on posts (the hot list's counts and `liked`),
      * added to each post object of an array before it is answered; app.c
      * connects it (may be NULL). */
