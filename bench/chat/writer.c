@@ -11,7 +11,9 @@
  * all, once 8,192 wait (CHAT_SETTLE_MIN); with "busy", as a writer that
  * never pauses does: a settle after a message while more than 16,384
  * wait (CHAT_RECENT_MAX). The WAL is left to grow, as the server's
- * checkpointer thread, not the writer, copies it. Prints the wall and CPU
+ * checkpointer thread, not the writer, copies it. Commits are synced as
+ * the writer syncs them (synchronous=NORMAL, then the WAL's fdatasync;
+ * settles not at all). Prints the wall and CPU
  * time a message of the measured part, settles included.
  *
  * usage: chatwriter PATH.db [batches [group [busy]]] */
@@ -38,6 +40,14 @@ static void die(const char *what, store *s)
 {
     fprintf(stderr, "chatwriter: %s: %s\n", what, s ? store_errmsg(s) : "");
     exit(1);
+}
+
+/* A batch's commit as the writer makes it: written with
+ * synchronous=NORMAL, then the WAL synced (chat_writer.c's log_sync). */
+static void commit_synced(store *s)
+{
+    if (store_commit(s) != STORE_OK) die("commit", s);
+    if (store_sync_log(s) != STORE_OK) die("sync", s);
 }
 
 static int64_t user_add(store *s, int n)
@@ -104,7 +114,7 @@ __attribute__((noinline)) void run_batches(store *s, chat_tail *t, const pair *p
             if (chat_send(s, me, p->conv, cid, TEXT, id, base_now_ms(), &r[i]) != STORE_OK || r[i].status != 201)
                 die("a send", s);
         }
-        if (store_commit(s) != STORE_OK) die("commit", s);
+        commit_synced(s);
         size_t added = 0;
         for (int i = 0; i < BATCH; i++) {
             added += r[i].nrecent;
@@ -127,7 +137,7 @@ __attribute__((noinline)) void run_group(store *s, chat_tail *t, const int64_t *
         if (store_begin(s) != STORE_OK) die("begin", s);
         if (chat_send(s, me, conv, cid, TEXT, id, base_now_ms(), &r) != STORE_OK || r.status != 201)
             die("a group send", s);
-        if (store_commit(s) != STORE_OK) die("commit", s);
+        commit_synced(s);
         tail_put(t, &r);
         size_t added = r.nrecent;
         chat_result_free(&r);
@@ -180,7 +190,8 @@ int main(int argc, char **argv)
     if (!s) die(err, NULL);
     if (chime_schema(&schema) != 0 || store_migrate(s, &schema) != STORE_OK) die("migrate", s);
     if (store_exec(s, "PRAGMA cache_size = -65536") != STORE_OK || /* as the writer's */
-        store_exec(s, "PRAGMA wal_autocheckpoint = 262144") != STORE_OK)
+        store_exec(s, "PRAGMA wal_autocheckpoint = 262144") != STORE_OK ||
+        store_exec(s, "PRAGMA synchronous = NORMAL") != STORE_OK)
         die("pragmas", s);
     static pair pairs[USERS / 2];
     if (store_begin(s) != STORE_OK) die("begin", s);
