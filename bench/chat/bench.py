@@ -552,7 +552,7 @@ def main():
     log("bench/chat: %s; %d cores; %s; load %s; nofile %s; work dir %s" % (
         started, info["nproc"], info["uname"], " ".join(info["load_start"]), info["nofile"], d))
     log("settings: users %d, idle %d (+max), pairs %d at %s/s for %.0f s (+%.0f s warm-up), group %d x %d rounds, "
-        "repeat %d; chime: SQLite (WAL, synchronous=FULL: durable before 201), --password-ops 1 --password-mem 8192 "
+        "repeat %d; chime: SQLite (WAL; the chat pushes once written, answers 201 once synced), --password-ops 1 --password-mem 8192 "
         "(seeding only), --chat-rate default 20/s, --ws-ping 25 s; ejabberd 23.01: c2s_shaper none, "
         "MAM on SQLite (WAL) default: always" % (
             a.users, a.idle, a.pairs, "/".join("%g" % r for r in rates), a.seconds, a.warmup, a.members, a.rounds,

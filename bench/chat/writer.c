@@ -43,7 +43,7 @@ static void die(const char *what, store *s)
 }
 
 /* A batch's commit as the writer makes it: written with
- * synchronous=NORMAL, then the WAL synced (chat_writer.c's log_sync). */
+ * synchronous=NORMAL, then the WAL synced (chat_writer.c's syncer). */
 static void commit_synced(store *s)
 {
     if (store_commit(s) != STORE_OK) die("commit", s);
