@@ -40,7 +40,7 @@ static void op_answer(http_req *r, void *arg)
     chat_op_free(op);
 }
 
-/* On the writer's thread, after the commit. */
+/* On the writer's thread after the commit (SQLite: the syncer's, after the sync). */
 static void op_finished(chat_op *op)
 {
     http_unpark(op->ctx);

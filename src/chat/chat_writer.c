@@ -474,7 +474,7 @@ static void *writer_main(void *p)
             syncer_hand(w, batch);
         else
             finish_all(batch); /* PostgreSQL: the commit was durable */
-        /* Writes that never stop coming: settle some now, the batch answered. */
+        /* Writes that never stop coming: settle some now, the batch told. */
         while (w->recent > CHAT_RECENT_MAX && settle_once(w)) continue;
     }
     return NULL;

@@ -22,8 +22,10 @@ typedef enum chat_op_kind {
 } chat_op_kind;
 
 /* One request's write. Made by its submitter; owned by the writer from
- * chat_writer_submit until it calls finish (on the writer's thread, after
- * the commit), which owns it from then on (and frees it, chat_op_free). */
+ * chat_writer_submit until it calls finish (after the commit: on
+ * PostgreSQL on the writer's thread, on SQLite on the syncer's once the
+ * WAL is synced), which owns it from then on (and frees it,
+ * chat_op_free). */
 typedef struct chat_op {
     struct chat_op *next;
     chat_op_kind kind;
