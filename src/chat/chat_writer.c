@@ -329,10 +329,9 @@ static void finish_all(chat_op *ops)
  * place of what was written: the commit may not survive a power cut, and a
  * retried send finds the message and answers 200 with it. */
 
-static void syncer_hand(chat_writer *w, chat_op *ops)
+/* ops: a list whose last op's next is *end. */
+static void syncer_hand(chat_writer *w, chat_op *ops, chat_op **end)
 {
-    chat_op **end = &ops;
-    while (*end) end = &(*end)->next;
     pthread_mutex_lock(&w->sync_mu);
     *w->synced_tail = ops;
     w->synced_tail = end;
@@ -469,9 +468,10 @@ static void *writer_main(void *p)
         tell(w, batch);
         settle_count(w, batch);
         w->batches++;
-        for (chat_op *op = batch; op; op = op->next) w->ops++;
+        chat_op **end = &batch;
+        for (; *end; end = &(*end)->next) w->ops++;
         if (w->sync_started)
-            syncer_hand(w, batch);
+            syncer_hand(w, batch, end);
         else
             finish_all(batch); /* PostgreSQL: the commit was durable */
         /* Writes that never stop coming: settle some now, the batch told. */
