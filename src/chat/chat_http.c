@@ -130,9 +130,9 @@ static int query_int(http_req *r, const char *name, int64_t lo, int64_t hi, int6
 static bool within_rate(chat_service *c, http_req *r)
 {
     if (rate_take(c->sends, r->user_id, base_mono_ns() / 1000000)) return true;
-    http_add_header(r, "Retry-After", "1");
-    http_send_error(r, 429, "too_many_requests", NULL, "at most %lld messages, new conversations and member additions a second; try again shortly",
-                    (long long)c->o.rate);
+    http_send_429(r, 1, "too_many_requests",
+                  "at most %lld messages, new conversations and member additions a second; try again shortly",
+                  (long long)c->o.rate);
     return false;
 }
 

@@ -155,11 +155,8 @@ bool feed_may_publish(feed_http *f, http_req *r)
 {
     if (!f->publish || rate_take(f->publish, r->user_id, base_mono_ns() / 1000000)) return true;
     int64_t per_min = (int64_t)(rate_per_s(f->publish) * 60.0 + 0.5);
-    char after[24];
-    snprintf(after, sizeof after, "%lld", (long long)((60 + per_min - 1) / per_min));
-    http_add_header(r, "Retry-After", after);
-    http_send_error(r, 429, "too_many_requests", NULL,
-                    "at most %lld posts, comments and shares a minute; try again shortly", (long long)per_min);
+    http_send_429(r, (60 + per_min - 1) / per_min, "too_many_requests",
+                  "at most %lld posts, comments and shares a minute; try again shortly", (long long)per_min);
     return false;
 }
 

@@ -97,6 +97,11 @@ void http_send_body(http_req *r, int status, const char *content_type, const cha
 void http_send_empty(http_req *r, int status);
 /* Adds a response header; call before the http_send_* call. */
 void http_add_header(http_req *r, const char *name, const char *value);
+/* Retry-After: seconds (a 429's or a 503's). */
+void http_add_retry_after(http_req *r, int64_t seconds);
+/* 429 with Retry-After: retry_s and the error's code and message. */
+void http_send_429(http_req *r, int64_t retry_s, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Runs work(arg) on a background worker, then done(r, arg) on the request's
  * own event loop, where done must answer. If the client went away, done is

@@ -262,6 +262,24 @@ void http_add_header(http_req *r, const char *name, const char *value)
                           h2o_strdup(&req->pool, value, SIZE_MAX).base, strlen(value));
 }
 
+void http_add_retry_after(http_req *r, int64_t seconds)
+{
+    char secs[24];
+    snprintf(secs, sizeof secs, "%lld", (long long)seconds);
+    http_add_header(r, "Retry-After", secs);
+}
+
+void http_send_429(http_req *r, int64_t retry_s, const char *code, const char *fmt, ...)
+{
+    http_err e = {.status = 429, .code = code};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e.message, sizeof e.message, fmt, ap);
+    va_end(ap);
+    http_add_retry_after(r, retry_s);
+    http_send_err(r, &e);
+}
+
 /* ---- request accessors -------------------------------------------------- */
 
 bool http_header(const http_req *r, const char *name, http_str *out)

@@ -188,8 +188,7 @@ static void ping_done(http_req *r, void *arg)
     }
     ping_free(p);
     if (r && !queued) {
-        http_add_header(r, "Retry-After", "1");
-        http_send_error(r, 429, "busy", NULL, "too many deliveries in flight; try again");
+        http_send_429(r, 1, "busy", "too many deliveries in flight; try again");
     } else if (r) {
         http_send_json(r, 200, j);
     }
@@ -222,8 +221,7 @@ static void handle_test(http_req *r, void *arg)
     }
     if (__atomic_fetch_add(&w->tests, 1, __ATOMIC_SEQ_CST) >= WEBHOOK_TESTS_MAX) {
         __atomic_fetch_sub(&w->tests, 1, __ATOMIC_SEQ_CST);
-        http_add_header(r, "Retry-After", "1");
-        http_send_error(r, 429, "busy", NULL, "another test delivery is in progress; try again");
+        http_send_429(r, 1, "busy", "another test delivery is in progress; try again");
         return;
     }
     webhooks_ping *p = calloc(1, sizeof *p);

@@ -129,9 +129,7 @@ static int basic_limited(const users_http_opts *o, http_req *r, const char *akey
         http_err_set(e, 503, "unavailable", NULL, "the database did not answer; try again");
         return -1;
     }
-    char secs[24];
-    snprintf(secs, sizeof secs, "%lld", (long long)retry);
-    http_add_header(r, "Retry-After", secs);
+    http_add_retry_after(r, retry);
     http_err_set(e, 429, "too_many_attempts", NULL, "too many failed sign-ins; retry in %lld s", (long long)retry);
     return -1;
 }

@@ -268,10 +268,7 @@ static bool signin_limited(http_req *r, store *db, users_signin *s)
         return true;
     }
     if (a == USERS_OK && b == USERS_OK) return false;
-    char secs[24];
-    snprintf(secs, sizeof secs, "%lld", (long long)retry);
-    http_add_header(r, "Retry-After", secs);
-    http_send_error(r, 429, "too_many_attempts", NULL, "too many failed sign-ins; retry in %lld s", (long long)retry);
+    http_send_429(r, retry, "too_many_attempts", "too many failed sign-ins; retry in %lld s", (long long)retry);
     return true;
 }
 
