@@ -89,7 +89,7 @@ build/bench/walwrite: bench/store/walwrite.c build/rel/src/store/store_sqlite_vf
 	$(CC) $(REL_CFLAGS) -o $@ $^ -lsqlite3 -lpthread
 
 run: deps
-	@$(MAKE) --no-print-directory build/chime
+	@$(MAKE) --no-print-directory -j$$(nproc) build/chime
 	@mkdir -p var
 	./build/chime serve $(ARGS)
 

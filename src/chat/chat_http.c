@@ -219,12 +219,26 @@ out:
     chat_op_free(op);
 }
 
+/* The {user} of a member's path: an id or an email (any case; %40 for
+ * the @ is decoded), as the members added may be named; 404 otherwise. */
+static bool path_member(chat_service *c, http_req *r, int i, int64_t *id)
+{
+    char ref[320];
+    int rc = http_url_decode(r->params[i].ptr, r->params[i].len, ref, sizeof ref, false) == 0
+                 ? users_resolve(chat_db(c, r->loop), ref, id)
+                 : USERS_NOT_FOUND;
+    if (rc == USERS_OK) return true;
+    if (rc == USERS_ERROR) http_send_db_error(r, store_errmsg(chat_db(c, r->loop)));
+    else http_send_error(r, 404, "not_found", NULL, "no such member");
+    return false;
+}
+
 static void handle_member_remove(http_req *r, void *arg)
 {
     chat_service *c = arg;
     chat_op *op = op_new(r, CHAT_OP_REMOVE);
     if (!op) return;
-    if (!path_id(r, 0, &op->conv, "conversation") || !path_id(r, 1, &op->other, "member")) {
+    if (!path_id(r, 0, &op->conv, "conversation") || !path_member(c, r, 1, &op->other)) {
         chat_op_free(op);
         return;
     }

@@ -50,6 +50,20 @@ static bool path_user(feed_http *f, http_req *r, int i, int64_t *id)
     return false;
 }
 
+/* A {user} of the follow paths: an id or an email (any case; %40 for the
+ * @ is decoded), as a conversation or a group's members may name one. */
+static bool path_user_ref(feed_http *f, http_req *r, int i, int64_t *id)
+{
+    char ref[320];
+    int rc = http_url_decode(r->params[i].ptr, r->params[i].len, ref, sizeof ref, false) == 0
+                 ? users_resolve(db_of(f, r), ref, id)
+                 : USERS_NOT_FOUND;
+    if (rc == USERS_OK) return true;
+    if (rc == USERS_ERROR) return db_error(f, r), false;
+    http_send_error(r, 404, "not_found", NULL, "no such user");
+    return false;
+}
+
 static bool path_post(http_req *r, int i, int64_t *id)
 {
     if (feed_id_parse(r->params[i].ptr, r->params[i].len, id) == 0) return true;
@@ -92,7 +106,7 @@ static void handle_follow(http_req *r, void *arg)
     int64_t followee;
     bool created;
     json_t *profile;
-    if (!path_user(f, r, 0, &followee)) return;
+    if (!path_user_ref(f, r, 0, &followee)) return;
     if (followee == r->user_id) return http_send_error(r, 422, "invalid_value", "user", "you cannot follow yourself");
     if (feed_follow(db_of(f, r), r->user_id, followee, &f->lim, base_now_ms(), &created) != FEED_OK ||
         feed_profile(db_of(f, r), r->user_id, followee, &profile) != FEED_OK)
@@ -105,7 +119,7 @@ static void handle_unfollow(http_req *r, void *arg)
     feed_http *f = arg;
     int64_t followee;
     bool removed;
-    if (!path_user(f, r, 0, &followee)) return;
+    if (!path_user_ref(f, r, 0, &followee)) return;
     if (feed_unfollow(db_of(f, r), r->user_id, followee, &removed) != FEED_OK) return db_error(f, r);
     http_send_empty(r, 204);
 }

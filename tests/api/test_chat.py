@@ -415,7 +415,9 @@ class TestMembers(ChatTest):
                          ["after d"])
         # A member may remove only itself; the admin anyone.
         self.assertError(self.server.delete(conv_path(g, "/members/" + c["id"]), token=tb), 403)
-        self.assertEqual(self.server.delete(conv_path(g, "/members/" + c["id"]), token=ta).status, 204)
+        self.assertError(self.server.delete(conv_path(g, "/members/nobody@example.org"), token=ta), 404)
+        # {user} may be an email, as the members added may be.
+        self.assertEqual(self.server.delete(conv_path(g, "/members/" + c["email"].upper()), token=ta).status, 204)
         self.assertEqual(self.server.delete(conv_path(g, "/members/" + b["id"]), token=tb).status, 204)
         kinds = [ch["kind"] for ch in self.sync(tc)["changes"]]
         self.assertEqual(kinds[-1], "member_removed")

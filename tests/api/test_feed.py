@@ -83,6 +83,13 @@ class TestFollows(FeedTest):
         self.assertError(self.server.request("PUT", "/v1/me/following/" + a["id"], token=ta), 422, "user")
         self.assertError(self.server.request("PUT", "/v1/me/following/0123456789abcdef", token=ta), 404)
         self.assertError(self.server.get("/v1/users/zz", token=ta), 404)
+        # {user} may be an email, in any case, its @ as it is or escaped.
+        prof = self.server.request("PUT", "/v1/me/following/" + a["email"].upper(), token=tb)
+        self.assertEqual((prof.status, prof.json["id"], prof.json["followed"]), (200, a["id"], True), prof)
+        self.assertEqual(self.server.delete("/v1/me/following/" + a["email"].replace("@", "%40"), token=tb).status, 204)
+        self.assertFalse(self.server.get("/v1/users/" + a["id"], token=tb).json["followed"])
+        self.assertError(self.server.request("PUT", "/v1/me/following/nobody@example.org", token=tb), 404)
+        self.assertError(self.server.request("PUT", "/v1/me/following/" + a["email"], token=ta), 422, "user")
         self.assertError(self.server.get("/v1/users/%s/followers?cursor=x" % a["id"], token=ta), 400, "cursor")
 
 
