@@ -71,6 +71,7 @@ struct chat_writer {
     pthread_mutex_t sync_mu;
     pthread_cond_t sync_cv;
     chat_op *synced_head, **synced_tail;
+    int disk_failed; /* a WAL sync failed: no write from then on (__atomic; see syncer_main) */
 };
 
 void chat_op_free(chat_op *op)
@@ -325,9 +326,16 @@ static void finish_all(chat_op *ops)
  * requests, so a 201 still means on disk. The writer meanwhile goes on
  * with the next batch: at 5,000 messages a second a sync took 3-26 ms
  * (bench/chat), and a writer that waited for each one held every message
- * that came meanwhile away from its push. A failed sync answers 503 in
- * place of what was written: the commit may not survive a power cut, and a
- * retried send finds the message and answers 200 with it. */
+ * that came meanwhile away from its push.
+ *
+ * A failed sync answers 503 in place of what was written: the commit may
+ * not survive a power cut (a retried send that finds the message answers
+ * 200 with it). And it is the last write: frames the disk lost leave a
+ * hole in the WAL, and after a power cut SQLite replays the WAL only up
+ * to its first bad frame, so every later commit, however well synced,
+ * would be lost with it. So from then on the syncer refuses what it is
+ * handed and the writer runs nothing (503, "until chime restarts"), as
+ * PostgreSQL stops at a failed fsync; a restart reads what the disk has. */
 
 /* ops: a list whose last op's next is *end. */
 static void syncer_hand(chat_writer *w, chat_op *ops, chat_op **end)
@@ -339,12 +347,15 @@ static void syncer_hand(chat_writer *w, chat_op *ops, chat_op **end)
     pthread_mutex_unlock(&w->sync_mu);
 }
 
+/* 503 for what a failed sync left unsure and everything after it (see
+ * above); the ops refused already keep their answers. */
 static void sync_refuse(chat_op *ops)
 {
     for (chat_op *op = ops; op; op = op->next) {
         if (op->res.status >= 400) continue;
         chat_result_free(&op->res);
-        chat_refuse(&op->res, 503, "unavailable", NULL, "the database did not answer; try again");
+        chat_refuse(&op->res, 503, "unavailable", NULL,
+                    "the disk failed a write; the chat takes no writes until chime restarts");
     }
 }
 
@@ -360,8 +371,12 @@ static void *syncer_main(void *p)
         w->synced_tail = &w->synced_head;
         pthread_mutex_unlock(&w->sync_mu);
         if (!ops) return NULL; /* stopping, and nothing left */
-        if (store_sync_log(w->sync_db) != STORE_OK) {
-            log_warn("chat: writes not synced to disk: %s", store_errmsg(w->sync_db));
+        if (__atomic_load_n(&w->disk_failed, __ATOMIC_ACQUIRE)) {
+            sync_refuse(ops);
+        } else if (store_sync_log(w->sync_db) != STORE_OK) {
+            log_error("chat: writes not synced to disk (%s); no chat write is taken until chime restarts",
+                      store_errmsg(w->sync_db));
+            __atomic_store_n(&w->disk_failed, 1, __ATOMIC_RELEASE);
             sync_refuse(ops);
         }
         finish_all(ops);
@@ -461,6 +476,11 @@ static void *writer_main(void *p)
     base_thread_name("chat-writer");
     chat_op *batch;
     while ((batch = take(w))) {
+        if (__atomic_load_n(&w->disk_failed, __ATOMIC_ACQUIRE)) { /* see the syncer */
+            sync_refuse(batch);
+            finish_all(batch);
+            continue;
+        }
         if (batch_run(w, batch) != STORE_OK) {
             log_warn("chat: a batch of writes failed (%s); running them one by one", store_errmsg(w->db));
             run_alone(w, batch);

@@ -36,6 +36,7 @@ typedef struct sqlite_store {
     sqlite_wlock *wlock;       /* the file's writer queue; NULL in memory */
     bool wlocked;              /* held for the open write transaction */
     bool held;                 /* held by store_writers_hold */
+    int log_fd, data_fd;       /* store_sync_log's and store_sync_data's (-1: not open yet) */
 } sqlite_store;
 
 typedef struct sqlite_stmt {
@@ -179,6 +180,8 @@ static void sq_close(store *s)
 {
     sqlite_store *ss = (sqlite_store *)s;
     sqlite3_close_v2(ss->db);
+    if (ss->log_fd >= 0) close(ss->log_fd);
+    if (ss->data_fd >= 0) close(ss->data_fd);
     if (ss->wlocked) sqlite_wlock_unlock(ss->wlock);
     if (ss->held) sqlite_wlock_unlock(ss->wlock);
     sqlite_wlock_release(ss->wlock);
@@ -351,15 +354,20 @@ static size_t sq_col_len(store_stmt *st, int col)
     return (size_t)sqlite3_column_bytes(VM(st), col);
 }
 
-/* fdatasync on a descriptor of our own; a file that is not there has
- * nothing to write. */
-static int sync_path(store *s, const char *path)
+/* fdatasync on a descriptor of our own, opened at the first call and
+ * kept: Linux reports a failed write-back once to each descriptor that
+ * was open when it happened, and to one opened later only if no one was
+ * told yet. Opened at each call (as it was), a sync could succeed after
+ * another thread's sync of the same file had failed, and the frames that
+ * never reached the disk would pass for written. The file stays the same
+ * one while this connection is open (SQLite deletes the WAL only as the
+ * last connection closes; emptying it truncates it in place). A file
+ * that is not there yet has nothing to write. */
+static int sync_path(store *s, const char *path, int *fd)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errno == ENOENT ? STORE_OK : store_fail(s, STORE_ERROR, "sync: %s: %s", path, strerror(errno));
-    int rc = fdatasync(fd) == 0 ? STORE_OK : store_fail(s, STORE_ERROR, "sync: %s: %s", path, strerror(errno));
-    close(fd);
-    return rc;
+    if (*fd < 0 && (*fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return errno == ENOENT ? STORE_OK : store_fail(s, STORE_ERROR, "sync: %s: %s", path, strerror(errno));
+    return fdatasync(*fd) == 0 ? STORE_OK : store_fail(s, STORE_ERROR, "sync: %s: %s", path, strerror(errno));
 }
 
 /* store_sync_log. No WAL (yet, or after the last connection closed):
@@ -368,14 +376,14 @@ static int sq_sync_log(store *s)
 {
     const char *db = sqlite3_db_filename(DB(s), "main");
     if (!db || !*db) return STORE_OK; /* in memory: no file */
-    return sync_path(s, sqlite3_filename_wal(db));
+    return sync_path(s, sqlite3_filename_wal(db), &((sqlite_store *)s)->log_fd);
 }
 
 /* store_sync_data. */
 static int sq_sync_data(store *s)
 {
     const char *db = sqlite3_db_filename(DB(s), "main");
-    return !db || !*db ? STORE_OK : sync_path(s, db);
+    return !db || !*db ? STORE_OK : sync_path(s, db, &((sqlite_store *)s)->data_fd);
 }
 
 /* store_writers_hold: the queue's turn, apart from any transaction's. */
@@ -478,6 +486,7 @@ store *store_sqlite_open(const char *path, char *err, size_t errlen)
         return NULL;
     }
     store *s = &ss->base;
+    ss->log_fd = ss->data_fd = -1;
     store_base_init(s, &store_sqlite_ops);
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
     int rc = sqlite3_open_v2(path, &ss->db, flags, sqlite_walvfs_default());

@@ -279,6 +279,7 @@ static inline int testdb_teardown(void **state)
 /* One backend only, for behaviour the other does not have (empty database;
  * TESTDB_TEST_PG: migrated). */
 #define TESTDB_TEST_SQLITE_RAW(f) TESTDB_CASE_(f, "sqlite", TESTDB_SQLITE_RAW)
+#define TESTDB_TEST_SQLITE(f) TESTDB_CASE_(f, "sqlite", TESTDB_SQLITE_MIGRATED)
 #define TESTDB_TEST_PG_RAW(f) TESTDB_CASE_(f, "pg", TESTDB_PG_RAW)
 #define TESTDB_TEST_PG(f) TESTDB_CASE_(f, "pg", TESTDB_PG_MIGRATED)
 

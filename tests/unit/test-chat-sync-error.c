@@ -1,0 +1,160 @@
+/* test-chat-sync-error.c -- a failed sync of the WAL (SQLite) is the chat
+ * writer's last write (chat_writer.c, the syncer): the batch it covered is
+ * answered 503, and so is every write after it, though the disk answers
+ * again, until the writer starts over (a restart of chime); then the
+ * writes go on and a retried send finds what was committed.
+ *
+ * The disk's failure is fdatasync answering EIO for the WAL file, from
+ * this file's own fdatasync, which the process's calls reach before the C
+ * library's (the store's and SQLite's alike). */
+#define _GNU_SOURCE
+#include "testutil.h"
+#include "testdb.h"
+#include "chattest.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "chat/chat.h"
+#include "chat/chat_writer.h"
+
+static int fail_wal;  /* fdatasync of a "-wal" file fails while set */
+static int wal_fails; /* how many did */
+
+static bool is_wal(int fd)
+{
+    char link[64], path[4096];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    return n > 4 && memcmp(path + n - 4, "-wal", 4) == 0;
+}
+
+int fdatasync(int fd)
+{
+    static int (*real)(int);
+    if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
+    if (__atomic_load_n(&fail_wal, __ATOMIC_SEQ_CST) && is_wal(fd)) {
+        __atomic_add_fetch(&wal_fails, 1, __ATOMIC_SEQ_CST);
+        errno = EIO;
+        return -1;
+    }
+    return real(fd);
+}
+
+/* One request's answer, waited for. */
+typedef struct answer {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    int status;
+    char message[256];
+} answer;
+
+static void finished(chat_op *op)
+{
+    answer *a = op->ctx;
+    pthread_mutex_lock(&a->mu);
+    a->status = op->res.status;
+    snprintf(a->message, sizeof a->message, "%s", op->res.message);
+    a->done = true;
+    pthread_cond_signal(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    chat_op_free(op);
+}
+
+/* Sends text as client_msg_id cid and waits for the answer: its status
+ * (message: its error's text). */
+static int send_wait(chat_writer *w, int64_t me, int64_t conv, const char *cid, char message[256])
+{
+    answer a = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    chat_op *op = calloc(1, sizeof *op);
+    assert_non_null(op);
+    op->kind = CHAT_OP_SEND;
+    op->me = me;
+    op->conv = conv;
+    op->client_id = strdup(cid);
+    op->text = strdup("hello");
+    op->finish = finished;
+    op->ctx = &a;
+    assert_int_equal(chat_writer_submit(w, op), 0);
+    pthread_mutex_lock(&a.mu);
+    while (!a.done) pthread_cond_wait(&a.cv, &a.mu);
+    pthread_mutex_unlock(&a.mu);
+    if (message) snprintf(message, 256, "%s", a.message);
+    return a.status;
+}
+
+static chat_writer *writer_up(const testdb *db)
+{
+    chat_writer_opts o = {.db_url = db->url, .group_max_members = 500};
+    chat_writer *w = chat_writer_new(&o);
+    assert_non_null(w);
+    assert_int_equal(chat_writer_start(w), 0);
+    return w;
+}
+
+static int64_t stored(store *s, const char *cid)
+{
+    store_stmt *st = store_prepare(s, "SELECT count(*) FROM messages WHERE client_msg_id = $1");
+    store_bind_str(st, 1, cid);
+    assert_int_equal(store_step(st), STORE_ROW);
+    int64_t n = store_col_int64(st, 0);
+    store_reset(st);
+    return n;
+}
+
+static void test_failed_sync_is_the_last_write(void **state)
+{
+    testdb *db = *state;
+    testdb_user(db->s, 1);
+    testdb_user(db->s, 2);
+    chat_result r = {0};
+    assert_int_equal(store_begin(db->s), STORE_OK);
+    assert_int_equal(chat_create_direct(db->s, 1, 2, 0, &r), STORE_OK);
+    assert_int_equal(store_commit(db->s), STORE_OK);
+    int64_t conv = chattest_conv_id(&r);
+    chat_result_free(&r);
+
+    chat_writer *w = writer_up(db);
+    char why[256];
+    assert_int_equal(send_wait(w, 1, conv, "a", NULL), 201);
+    __atomic_store_n(&fail_wal, 1, __ATOMIC_SEQ_CST);
+    assert_int_equal(send_wait(w, 2, conv, "b", why), 503);
+    assert_true(__atomic_load_n(&wal_fails, __ATOMIC_SEQ_CST) >= 1);
+    assert_non_null(strstr(why, "restarts"));
+    /* The disk answers again; the writer still takes nothing. */
+    __atomic_store_n(&fail_wal, 0, __ATOMIC_SEQ_CST);
+    assert_int_equal(send_wait(w, 1, conv, "c", why), 503);
+    assert_non_null(strstr(why, "restarts"));
+    assert_int_equal(stored(db->s, "c"), 0);
+    chat_writer_free(w);
+
+    /* Started over: "b" was committed (the disk here lost nothing), so its
+     * retry is the original; "c" never was. */
+    w = writer_up(db);
+    assert_int_equal(send_wait(w, 2, conv, "b", NULL), 200);
+    assert_int_equal(send_wait(w, 1, conv, "c", NULL), 201);
+    chat_writer_free(w);
+    assert_int_equal(stored(db->s, "b"), 1);
+    assert_int_equal(stored(db->s, "c"), 1);
+}
+
+static int setup_base(void **state)
+{
+    (void)state;
+    return base_init();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TESTDB_TEST_SQLITE(test_failed_sync_is_the_last_write),
+    };
+    return cmocka_run_group_tests(tests, setup_base, NULL);
+}
