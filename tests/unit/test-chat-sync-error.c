@@ -73,16 +73,7 @@ static void finished(chat_op *op)
 static int send_wait(chat_writer *w, int64_t me, int64_t conv, const char *cid, char message[256])
 {
     answer a = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
-    chat_op *op = calloc(1, sizeof *op);
-    assert_non_null(op);
-    op->kind = CHAT_OP_SEND;
-    op->me = me;
-    op->conv = conv;
-    op->client_id = strdup(cid);
-    op->text = strdup("hello");
-    op->finish = finished;
-    op->ctx = &a;
-    assert_int_equal(chat_writer_submit(w, op), 0);
+    assert_int_equal(chat_writer_submit(w, chattest_send_op(me, conv, cid, finished, &a)), 0);
     pthread_mutex_lock(&a.mu);
     while (!a.done) pthread_cond_wait(&a.cv, &a.mu);
     pthread_mutex_unlock(&a.mu);

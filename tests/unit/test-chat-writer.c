@@ -92,18 +92,9 @@ static int64_t direct(store *db, int64_t a, int64_t b)
 
 static chat_op *send_op(seen *s, int64_t me, int64_t conv, int i)
 {
-    chat_op *op = calloc(1, sizeof *op);
     char cid[32];
     snprintf(cid, sizeof cid, "c%d", i);
-    assert_non_null(op);
-    op->kind = CHAT_OP_SEND;
-    op->me = me;
-    op->conv = conv;
-    op->client_id = strdup(cid);
-    op->text = strdup("hello");
-    op->finish = finished;
-    op->ctx = s;
-    return op;
+    return chattest_send_op(me, conv, cid, finished, s);
 }
 
 /* SENDS messages queued as fast as the test can, alternating between the
