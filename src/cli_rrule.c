@@ -262,11 +262,27 @@ static void usage(void)
           stderr);
 }
 
+/* An answer of the human form, a line per value. */
+static void human_print(json_t *out)
+{
+    json_t *v;
+    if ((v = json_object_get(out, "occurrences"))) {
+        json_t *u = json_object_get(out, "occurrences_utc");
+        for (size_t i = 0; i < json_array_size(v); i++)
+            printf("%s%s%s\n", json_string_value(json_array_get(v, i)), u ? "  " : "",
+                   u ? json_string_value(json_array_get(u, i)) : "");
+    } else if ((v = json_object_get(out, "next"))) {
+        puts(json_is_null(v) ? "none" : json_string_value(v));
+    } else {
+        puts(json_is_true(json_object_get(out, "includes")) ? "yes" : "no");
+    }
+}
+
 static int human(int argc, char **argv, tz_db *db)
 {
     const char *dtstart = NULL, *tz = NULL, *rule = NULL, *after = NULL, *inc = NULL;
     long count = 10;
-    bool explain = false;
+    bool explain = false, asked = false; /* asked: --count, --after or --includes given */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--explain") == 0) { explain = true; continue; }
@@ -278,6 +294,7 @@ static int human(int argc, char **argv, tz_db *db)
         else if (strcmp(a, "--after") == 0) after = v;
         else if (strcmp(a, "--includes") == 0) inc = v;
         else { usage(); return 2; }
+        asked |= strcmp(a, "--count") == 0 || strcmp(a, "--after") == 0 || strcmp(a, "--includes") == 0;
         i++;
     }
     if (!dtstart || !rule || count < 0 || count > CLI_MAX_LIMIT) { usage(); return 2; }
@@ -293,19 +310,13 @@ static int human(int argc, char **argv, tz_db *db)
     if ((v = json_object_get(out, "error"))) {
         fprintf(stderr, "chime rrule: %s\n", json_string_value(v));
         rc = 1;
-    } else if (explain) {
-        char text[1024];
-        rrule_explain(&q.rule, &q.dtstart, text, sizeof text);
-        puts(text);
-    } else if ((v = json_object_get(out, "occurrences"))) {
-        json_t *u = json_object_get(out, "occurrences_utc");
-        for (size_t i = 0; i < json_array_size(v); i++)
-            printf("%s%s%s\n", json_string_value(json_array_get(v, i)), u ? "  " : "",
-                   u ? json_string_value(json_array_get(u, i)) : "");
-    } else if ((v = json_object_get(out, "next"))) {
-        puts(json_is_null(v) ? "none" : json_string_value(v));
     } else {
-        puts(json_is_true(json_object_get(out, "includes")) ? "yes" : "no");
+        if (explain) { /* the English; then what was asked, if anything */
+            char text[1024];
+            rrule_explain(&q.rule, &q.dtstart, text, sizeof text);
+            puts(text);
+        }
+        if (!explain || asked) human_print(out);
     }
     free(q.rdate);
     free(q.exdate);

@@ -154,6 +154,13 @@ def check_human():
     if out != "yearly on the third Sunday of June at 09:00\n":
         bad += 1
         print("FAIL explain:", out)
+    # With a count as well: the English, then the occurrences.
+    out = subprocess.run([BIN, "rrule", "--dtstart", "19970615T090000", "--rule",
+                          "FREQ=YEARLY;BYMONTH=6;BYDAY=3SU", "--count", "2", "--explain"],
+                         capture_output=True, text=True, check=True).stdout
+    if out != "yearly on the third Sunday of June at 09:00\n19970615T090000\n19980621T090000\n":
+        bad += 1
+        print("FAIL explain with --count:", out)
     r = subprocess.run([BIN, "rrule", "--dtstart", "19970615T090000", "--rule", "FREQ=YEARLY;BYHOUR=24"],
                        capture_output=True, text=True)
     if r.returncode != 1 or "BYHOUR: 24 is out of range" not in r.stderr:
