@@ -60,7 +60,7 @@ static bool query_limit(http_req *r, int64_t def, int64_t max, int64_t *out)
     if (q == 0) return true;
     int64_t v = q > 0 ? parse_seq(buf, strlen(buf)) : -1;
     if (v < 1 || v > max) {
-        http_send_error(r, 400, "invalid", "limit", "limit must be an integer from 1 to %lld", (long long)max);
+        http_send_error(r, 400, "invalid_value", "limit", "limit must be an integer from 1 to %lld", (long long)max);
         return false;
     }
     *out = v;
@@ -116,7 +116,7 @@ static bool query_cursor(http_req *r, const unsigned char key[BASE_ID_KEY_LEN], 
     *out = (inbox_cursor){0, 0};
     if (q == 0 || (q > 0 && buf[0] == '\0')) return true;
     if (q < 0 || !parse_cursor(key, buf, strlen(buf), out)) {
-        http_send_error(r, 400, "invalid", name, "%s must be a cursor returned as \"next\"", name);
+        http_send_error(r, 400, "invalid_value", name, "%s must be a cursor returned as \"next\"", name);
         return false;
     }
     return true;
@@ -243,7 +243,7 @@ static void handle_read_upto(http_req *r, void *arg)
     bool ok = json_is_string(v) && parse_cursor(key, json_string_value(v), json_string_length(v), &upto);
     json_decref(body);
     if (!ok) {
-        http_send_error(r, 400, "invalid", "up_to", "up_to must be a cursor returned as \"next\"");
+        http_send_error(r, 400, "invalid_value", "up_to", "up_to must be a cursor returned as \"next\"");
         return;
     }
     /* Everything at or before a cursor was final when it was handed out. */
@@ -271,7 +271,7 @@ static bool query_state(http_req *r, bool ended, char state[16])
     int q = http_query(r, "state", state, 16);
     for (size_t i = 0; q > 0 && i < n; i++)
         if (strcmp(state, states[i]) == 0) return true;
-    http_send_error(r, 400, "invalid", "state", "state must be dead, missed, cancelled, dropped_quota%s",
+    http_send_error(r, 400, "invalid_value", "state", "state must be dead, missed, cancelled, dropped_quota%s",
                     ended ? "" : ", pending or done");
     return false;
 }

@@ -141,11 +141,12 @@ class TestFiring(ReminderTest):
 
     def test_bad_queries(self):
         for bad in ("abc", "-1", "1-", "1-2-3", "x-1", "1-x", "9" * 19, "1" * 60):
-            self.assertError(self.server.get("/v1/notifications?after=" + bad, token=self.token), 400, "after")
+            self.assertError(self.server.get("/v1/notifications?after=" + bad, token=self.token), 400, "after",
+                             "invalid_value")
         for bad in ("-1", "1-", "1-2-3", ""):
             self.assertError(self.server.post("/v1/notifications/read", {"up_to": bad}, token=self.token),
-                             400, "up_to")
-        self.assertError(self.server.get("/v1/notifications?limit=0", token=self.token), 400, "limit")
+                             400, "up_to", "invalid_value")
+        self.assertError(self.server.get("/v1/notifications?limit=0", token=self.token), 400, "limit", "invalid_value")
         self.assertError(self.server.get("/v1/notifications"), 401)
         self.assertError(self.server.post("/v1/notifications/read", {"up_to": 5}, token=self.token), 400, "up_to")
         self.assertError(self.server.post("/v1/notifications/xyz/read", token=self.token), 404)
