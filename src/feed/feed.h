@@ -90,8 +90,9 @@ int feed_post_get(store *db, int64_t id, json_t **out);
 /* DELETE /v1/posts/{id}: the author only (FEED_NOT_FOUND otherwise);
  * the post leaves every timeline. */
 int feed_post_delete(store *db, int64_t me, int64_t id);
-/* GET /v1/users/{id}/posts: newest first, ids below max_id (0: none). */
-int feed_user_posts(store *db, int64_t user, int64_t max_id, int limit, json_t **out);
+/* GET /v1/users/{id}/posts: newest first, ids below max_id (0: none);
+ * *next_max_id the max_id of the next page, 0 when this one is the last. */
+int feed_user_posts(store *db, int64_t user, int64_t max_id, int limit, json_t **out, int64_t *next_max_id);
 /* Posts by id, in the order given, deleted ones left out: [post...]. */
 int feed_posts_load(store *db, const int64_t *ids, size_t n, json_t **out);
 

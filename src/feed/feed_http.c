@@ -227,13 +227,16 @@ static void handle_user_posts(http_req *r, void *arg)
     feed_http *f = arg;
     int64_t user, max_id;
     int limit;
+    int64_t next;
     json_t *items;
     if (!path_user(f, r, 0, &user) || query_id(r, "max_id", &max_id) < 0 ||
         !query_limit(r, FEED_PAGE_DEFAULT, FEED_PAGE_MAX, &limit))
         return;
-    if (feed_user_posts(db_of(f, r), user, max_id, limit, &items) != FEED_OK) return db_error(f, r);
+    if (feed_user_posts(db_of(f, r), user, max_id, limit, &items, &next) != FEED_OK) return db_error(f, r);
     decorate(f, r, items);
-    http_send_json(r, 200, json_pack("{s:o}", "items", items));
+    char n[24];
+    snprintf(n, sizeof n, "%lld", (long long)next);
+    http_send_json(r, 200, json_pack("{s:o,s:o}", "items", items, "next_max_id", next ? json_string(n) : json_null()));
 }
 
 /* ---- the timeline ---------------------------------------------------------------- */

@@ -64,16 +64,25 @@ int feed_posts_load(store *db, const int64_t *ids, size_t n, json_t **out)
     return *out ? FEED_OK : FEED_ERROR;
 }
 
-int feed_user_posts(store *db, int64_t user, int64_t max_id, int limit, json_t **out)
+int feed_user_posts(store *db, int64_t user, int64_t max_id, int limit, json_t **out, int64_t *next_max_id)
 {
     store_stmt *st = store_prepare(db, "SELECT " POST_COLS " FROM " POST_FROM " WHERE p.author_id = $1 AND p.id < $2 "
                                        "AND p.deleted = 0 ORDER BY p.id DESC LIMIT $3");
     store_bind_int64(st, 1, user);
     store_bind_int64(st, 2, max_id > 0 ? max_id : INT64_MAX);
-    store_bind_int64(st, 3, limit);
+    store_bind_int64(st, 3, (int64_t)limit + 1); /* one more: is there a next page? */
     *out = json_array();
-    int rc;
-    while ((rc = store_step(st)) == STORE_ROW) json_array_append_new(*out, post_json(st));
+    *next_max_id = 0;
+    int rc, n = 0;
+    int64_t last = 0;
+    while ((rc = store_step(st)) == STORE_ROW) {
+        if (n++ == limit) { /* the one more: the next page starts below the last one shown */
+            *next_max_id = last;
+            continue;
+        }
+        last = store_col_int64(st, 0);
+        json_array_append_new(*out, post_json(st));
+    }
     store_reset(st);
     if (rc == STORE_DONE) return FEED_OK;
     json_decref(*out);

@@ -120,10 +120,22 @@ class TestPosts(FeedTest):
         self.assertError(self.server.get("/v1/posts/" + p1["id"], token=ta), 404)
         self.assertError(self.server.get("/v1/posts/abc", token=ta), 404)
         self.assertError(self.server.get("/v1/posts/0", token=ta), 404)
-        page = self.server.get("/v1/users/%s/posts?limit=5" % a["id"], token=tb).json["items"]
+        first = self.server.get("/v1/users/%s/posts?limit=5" % a["id"], token=tb).json
+        page = first["items"]
         self.assertEqual([int(p["id"]) for p in page], sorted(ids, reverse=True)[:5])
-        older = self.server.get("/v1/users/%s/posts?limit=5&max_id=%s" % (a["id"], page[-1]["id"]), token=tb)
+        self.assertEqual(first["next_max_id"], page[-1]["id"])
+        older = self.server.get("/v1/users/%s/posts?limit=5&max_id=%s" % (a["id"], first["next_max_id"]), token=tb)
         self.assertEqual([int(p["id"]) for p in older.json["items"]], sorted(ids, reverse=True)[5:10])
+        # Paged by next_max_id to the end: every post once, the last page says so.
+        seen, max_id = [], None
+        while True:
+            q = "?limit=4" + ("&max_id=" + max_id if max_id else "")
+            got = self.server.get("/v1/users/%s/posts%s" % (a["id"], q), token=tb).json
+            seen += [int(p["id"]) for p in got["items"]]
+            max_id = got["next_max_id"]
+            if max_id is None:
+                break
+        self.assertEqual(seen, sorted(ids, reverse=True))
         self.assertEqual(self.server.get("/v1/users/" + a["id"], token=tb).json["posts"], 21)  # 22 made, 1 deleted
 
 
