@@ -93,7 +93,12 @@ run: deps
 	@mkdir -p var
 	./build/chime serve $(ARGS)
 
-test-build: build/chime build/san/chime $(UNIT_BIN) $(FUZZ_BIN)
+test-build: build/chime build/san/chime $(UNIT_BIN) $(FUZZ_BIN) build/tests/libfailsync.so
+
+# A disk whose syncs fail, preloaded by tests/api/test_disk_failure.py.
+build/tests/libfailsync.so: tests/faults/failsync.c
+	@mkdir -p $(dir $@)
+	$(CC) $(BASE) -O1 -g -shared -fPIC -o $@ $< -ldl
 
 test: deps-test
 	@$(MAKE) --no-print-directory -j$$(nproc) test-build

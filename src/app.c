@@ -42,6 +42,11 @@ static void handle_healthz(http_req *r, void *arg)
         http_send_error(r, 503, "unavailable", NULL, "database: %s", store_errmsg(db));
         return;
     }
+    /* A supervisor that restarts unhealthy nodes restarts this one. */
+    if (a->chat && chat_disk_failed(a->chat)) {
+        http_send_error(r, 503, "disk_failed", NULL, "a write to disk failed; the chat takes no writes until chime restarts");
+        return;
+    }
     http_send_json(r, 200, json_pack("{s:s}", "status", "ok"));
 }
 

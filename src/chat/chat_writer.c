@@ -584,6 +584,11 @@ int chat_writer_submit(chat_writer *w, chat_op *op)
     return ok ? 0 : -1;
 }
 
+bool chat_writer_disk_failed(chat_writer *w)
+{
+    return __atomic_load_n(&w->disk_failed, __ATOMIC_ACQUIRE) != 0;
+}
+
 void chat_writer_free(chat_writer *w)
 {
     if (!w) return;
