@@ -57,7 +57,7 @@ build/fuzz/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZCC) $(FUZZ_CFLAGS) $(PKG_CFLAGS) -MMD -MP -c -o $@ $<
 
-build/san/tests/%: tests/unit/%.c $(SAN_OBJ) $(wildcard tests/unit/*.h)
+build/san/tests/%: tests/unit/%.c $(SAN_OBJ) $(wildcard tests/unit/*.h) $(wildcard tests/faults/*.c)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN_CFLAGS) $(PKG_CFLAGS) -Itests/unit -o $@ $< $(SAN_OBJ) $(PKG_LIBS) -lcmocka
 

@@ -4,15 +4,15 @@
  * again, until the writer starts over (a restart of chime); then the
  * writes go on and a retried send finds what was committed.
  *
- * The disk's failure is fdatasync answering EIO for the WAL file, from
- * this file's own fdatasync, which the process's calls reach before the C
- * library's (the store's and SQLite's alike). */
+ * The disk's failure is tests/faults/failsync.c, compiled in here: its
+ * fdatasync, which the process's calls reach before the C library's (the
+ * store's and SQLite's alike), answers EIO for the WAL file while the
+ * file CHIME_FAILSYNC names exists. */
 #define _GNU_SOURCE
 #include "testutil.h"
 #include "testdb.h"
 #include "chattest.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -20,32 +20,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../faults/failsync.c"
+
 #include "base/base.h"
 #include "chat/chat.h"
 #include "chat/chat_writer.h"
-
-static int fail_wal;  /* fdatasync of a "-wal" file fails while set */
-static int wal_fails; /* how many did */
-
-static bool is_wal(int fd)
-{
-    char link[64], path[4096];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(link, path, sizeof path - 1);
-    return n > 4 && memcmp(path + n - 4, "-wal", 4) == 0;
-}
-
-int fdatasync(int fd)
-{
-    static int (*real)(int);
-    if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
-    if (__atomic_load_n(&fail_wal, __ATOMIC_SEQ_CST) && is_wal(fd)) {
-        __atomic_add_fetch(&wal_fails, 1, __ATOMIC_SEQ_CST);
-        errno = EIO;
-        return -1;
-    }
-    return real(fd);
-}
 
 /* One request's answer, waited for. */
 typedef struct answer {
@@ -112,15 +91,18 @@ static void test_failed_sync_is_the_last_write(void **state)
     int64_t conv = chattest_conv_id(&r);
     chat_result_free(&r);
 
+    char flag[256], why[256];
+    testdb_unique(flag, sizeof flag, "/tmp/chime_failsync_");
+    assert_int_equal(setenv("CHIME_FAILSYNC", flag, 1), 0);
     chat_writer *w = writer_up(db);
-    char why[256];
     assert_int_equal(send_wait(w, 1, conv, "a", NULL), 201);
-    __atomic_store_n(&fail_wal, 1, __ATOMIC_SEQ_CST);
+    FILE *f = fopen(flag, "w");
+    assert_non_null(f);
+    fclose(f);
     assert_int_equal(send_wait(w, 2, conv, "b", why), 503);
-    assert_true(__atomic_load_n(&wal_fails, __ATOMIC_SEQ_CST) >= 1);
     assert_non_null(strstr(why, "restarts"));
     /* The disk answers again; the writer still takes nothing. */
-    __atomic_store_n(&fail_wal, 0, __ATOMIC_SEQ_CST);
+    assert_int_equal(unlink(flag), 0);
     assert_int_equal(send_wait(w, 1, conv, "c", why), 503);
     assert_non_null(strstr(why, "restarts"));
     assert_int_equal(stored(db->s, "c"), 0);
