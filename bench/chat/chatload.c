@@ -1208,7 +1208,8 @@ static void run_pairs(void)
         else mpull++;
         n++;
     }
-    /* CHATLOAD_DUMP=prefix: one line a message (sent ms since the first,
+    /* CHATLOAD_DUMP=prefix: a "# t0_monotonic_ms" line, then one line a
+     * message (sent ms since the first,
      * ack, push, pull ms after sent; -1 when missing), to see when the
      * slow ones happen, in prefix.<proto>.<rate> (a full run keeps every
      * phase's). */
@@ -1216,6 +1217,9 @@ static void run_pairs(void)
     char dname[4096];
     if (dump) snprintf(dname, sizeof dname, "%s.%s.%.0f", dump, O.proto == P_CHIME ? "chime" : "xmpp", O.rate);
     FILE *df = dump ? fopen(dname, "w") : NULL;
+    /* The first send on CLOCK_MONOTONIC, to line the lines up with a
+     * server's own timestamps (the same clock on the same machine). */
+    if (df && NM > 0) fprintf(df, "# t0_monotonic_ms %.3f\n", (double)M[0].sent / 1e6);
     for (int64_t k = 0; df && k < NM; k++) {
         msg *m = &M[k];
         fprintf(df, "%.3f %.3f %.3f %.3f\n", (double)(m->sent - M[0].sent) / 1e6,
