@@ -20,8 +20,9 @@
 # CHATLOAD_BIN=path another load client build.
 # CHIME_ARGS="--flag value ..." adds flags to chime (printed as not the
 # defaults).
-# CHATLOAD_DUMP=prefix writes a line a message, a file a pairs phase, and
-# a line a round for the group phase.
+# CHATLOAD_DUMP=prefix writes a line a message, a file a pairs phase (after
+# a "# t0_monotonic_ms" line: the first send on CLOCK_MONOTONIC), and a line
+# a round for the group phase.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
