@@ -14,6 +14,7 @@
 #include "chat/chat_int.h"
 #include "http/json.h"
 #include "users/users.h"
+#include "users/users_http.h"
 
 store *chat_db(chat_service *c, int loop)
 {
@@ -223,10 +224,7 @@ out:
  * the @ is decoded), as the members added may be named; 404 otherwise. */
 static bool path_member(chat_service *c, http_req *r, int i, int64_t *id)
 {
-    char ref[320];
-    int rc = http_url_decode(r->params[i].ptr, r->params[i].len, ref, sizeof ref, false) == 0
-                 ? users_resolve(chat_db(c, r->loop), ref, id)
-                 : USERS_NOT_FOUND;
+    int rc = users_http_path_user(chat_db(c, r->loop), r, i, id);
     if (rc == USERS_OK) return true;
     if (rc == USERS_ERROR) http_send_db_error(r, store_errmsg(chat_db(c, r->loop)));
     else http_send_error(r, 404, "not_found", NULL, "no such member");

@@ -371,14 +371,14 @@ static void *syncer_main(void *p)
         w->synced_tail = &w->synced_head;
         pthread_mutex_unlock(&w->sync_mu);
         if (!ops) return NULL; /* stopping, and nothing left */
-        if (__atomic_load_n(&w->disk_failed, __ATOMIC_ACQUIRE)) {
-            sync_refuse(ops);
-        } else if (store_sync_log(w->sync_db) != STORE_OK) {
+        bool failed = chat_writer_disk_failed(w);
+        if (!failed && store_sync_log(w->sync_db) != STORE_OK) {
             log_error("chat: writes not synced to disk (%s); no chat write is taken until chime restarts",
                       store_errmsg(w->sync_db));
             __atomic_store_n(&w->disk_failed, 1, __ATOMIC_RELEASE);
-            sync_refuse(ops);
+            failed = true;
         }
+        if (failed) sync_refuse(ops);
         finish_all(ops);
     }
 }
@@ -476,7 +476,7 @@ static void *writer_main(void *p)
     base_thread_name("chat-writer");
     chat_op *batch;
     while ((batch = take(w))) {
-        if (__atomic_load_n(&w->disk_failed, __ATOMIC_ACQUIRE)) { /* see the syncer */
+        if (chat_writer_disk_failed(w)) { /* see the syncer */
             sync_refuse(batch);
             finish_all(batch);
             continue;

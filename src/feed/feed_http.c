@@ -11,6 +11,7 @@
 #include "feed/feed_body.h"
 #include "http/json.h"
 #include "users/users.h"
+#include "users/users_http.h"
 
 static store *db_of(feed_http *f, const http_req *r)
 {
@@ -54,10 +55,7 @@ static bool path_user(feed_http *f, http_req *r, int i, int64_t *id)
  * @ is decoded), as a conversation or a group's members may name one. */
 static bool path_user_ref(feed_http *f, http_req *r, int i, int64_t *id)
 {
-    char ref[320];
-    int rc = http_url_decode(r->params[i].ptr, r->params[i].len, ref, sizeof ref, false) == 0
-                 ? users_resolve(db_of(f, r), ref, id)
-                 : USERS_NOT_FOUND;
+    int rc = users_http_path_user(db_of(f, r), r, i, id);
     if (rc == USERS_OK) return true;
     if (rc == USERS_ERROR) return db_error(f, r), false;
     http_send_error(r, 404, "not_found", NULL, "no such user");

@@ -467,3 +467,10 @@ void users_http_register(users_http *u, http_server *s)
     http_route(s, HTTP_GET, "/v1/me", handle_me, u, HTTP_ROUTE_AUTH);
     users_app_http_register(&u->o, s);
 }
+
+int users_http_path_user(store *db, const http_req *r, int i, int64_t *id)
+{
+    char ref[320]; /* an address is at most 254 bytes */
+    if (http_url_decode(r->params[i].ptr, r->params[i].len, ref, sizeof ref, false) != 0) return USERS_NOT_FOUND;
+    return users_resolve(db, ref, id);
+}

@@ -36,6 +36,11 @@ users_http *users_http_new(const users_http_opts *o);
 void users_http_free(users_http *u);
 /* Adds the routes and installs the AUTH and ADMIN checks. */
 void users_http_register(users_http *u, http_server *s);
+/* The user path segment i of r names: an id or an email (any case; an
+ * escaped @ decoded), as a request body's user fields may name one.
+ * USERS_OK with *id, USERS_NOT_FOUND (also for what does not decode or
+ * is longer than an address can be), or USERS_ERROR. */
+int users_http_path_user(store *db, const http_req *r, int i, int64_t *id);
 /* The bus sign-outs are hinted on (borrowed; NULL or unset: none). Any
  * time, from any thread. */
 void users_http_set_bus(users_http *u, bus *b);

@@ -416,6 +416,8 @@ class TestMembers(ChatTest):
         # A member may remove only itself; the admin anyone.
         self.assertError(self.server.delete(conv_path(g, "/members/" + c["id"]), token=tb), 403)
         self.assertError(self.server.delete(conv_path(g, "/members/nobody@example.org"), token=ta), 404)
+        for garbage in ("%zz", "y" * 400 + "@example.org"):
+            self.assertError(self.server.delete(conv_path(g, "/members/" + garbage), token=ta), 404)
         # {user} may be an email, as the members added may be.
         self.assertEqual(self.server.delete(conv_path(g, "/members/" + c["email"].upper()), token=ta).status, 204)
         self.assertEqual(self.server.delete(conv_path(g, "/members/" + b["id"]), token=tb).status, 204)

@@ -89,6 +89,8 @@ class TestFollows(FeedTest):
         self.assertEqual(self.server.delete("/v1/me/following/" + a["email"].replace("@", "%40"), token=tb).status, 204)
         self.assertFalse(self.server.get("/v1/users/" + a["id"], token=tb).json["followed"])
         self.assertError(self.server.request("PUT", "/v1/me/following/nobody@example.org", token=tb), 404)
+        for garbage in ("%zz", "a%00b@example.org", "x" * 400 + "@example.org", "@", "%40"):
+            self.assertError(self.server.request("PUT", "/v1/me/following/" + garbage, token=tb), 404)
         self.assertError(self.server.request("PUT", "/v1/me/following/" + a["email"], token=ta), 422, "user")
         self.assertError(self.server.get("/v1/users/%s/followers?cursor=x" % a["id"], token=ta), 400, "cursor")
 
