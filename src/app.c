@@ -43,11 +43,22 @@ static void handle_healthz(http_req *r, void *arg)
         return;
     }
     /* A supervisor that restarts unhealthy nodes restarts this one. */
-    if (a->chat && chat_disk_failed(a->chat)) {
-        http_send_error(r, 503, "disk_failed", NULL, "a write to disk failed; the chat takes no writes until chime restarts");
+    if (store_disk_failed(db) || (a->chat && chat_disk_failed(a->chat))) {
+        http_send_error(r, 503, "disk_failed", NULL, STORE_DISK_FAILED_MSG);
         return;
     }
     http_send_json(r, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+/* The write guard: once a sync to disk failed (store_disk_failed), every
+ * request that may write is 503 with the same words as /healthz, rather
+ * than each handler's "the database did not answer; try again". */
+static bool refuse_writes(void *arg, int loop, http_err *e)
+{
+    app *a = arg;
+    if (!store_disk_failed(store_pool_at(a->dbs, loop)) && !(a->chat && chat_disk_failed(a->chat))) return false;
+    http_err_set(e, 503, "disk_failed", NULL, STORE_DISK_FAILED_MSG);
+    return true;
 }
 
 static double gauge_users(void *arg, int loop)
@@ -176,6 +187,7 @@ http_server *app_http_new(app *a)
     a->http = s;
     http_server_on_loop(s, loop_db_open, loop_db_close, a);
     http_route(s, HTTP_GET, "/healthz", handle_healthz, a, 0);
+    http_server_set_write_guard(s, refuse_writes, a);
     web_setup(a, s);
     http_gauge(s, "chime_users_registered", "Registered user accounts.", gauge_users, a);
     suppressed_gauges(a, s);

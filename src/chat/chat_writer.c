@@ -354,8 +354,7 @@ static void sync_refuse(chat_op *ops)
     for (chat_op *op = ops; op; op = op->next) {
         if (op->res.status >= 400) continue;
         chat_result_free(&op->res);
-        chat_refuse(&op->res, 503, "unavailable", NULL,
-                    "the disk failed a write; the chat takes no writes until chime restarts");
+        chat_refuse(&op->res, 503, "disk_failed", NULL, STORE_DISK_FAILED_MSG);
     }
 }
 
@@ -476,6 +475,7 @@ static void *writer_main(void *p)
     base_thread_name("chat-writer");
     chat_op *batch;
     while ((batch = take(w))) {
+        if (store_disk_failed(w->db)) __atomic_store_n(&w->disk_failed, 1, __ATOMIC_RELEASE); /* another writer's sync */
         if (chat_writer_disk_failed(w)) { /* see the syncer */
             sync_refuse(batch);
             finish_all(batch);

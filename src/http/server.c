@@ -62,6 +62,8 @@ struct http_server {
     void *basic_arg;
     http_handler_fn fallback; /* GET/HEAD that no route takes */
     void *fallback_arg;
+    http_refuse_fn refuse_writes; /* http_server_set_write_guard */
+    void *refuse_arg;
 };
 
 struct loop_thread {
@@ -616,6 +618,17 @@ static void unwritten_track(loop_thread *t, h2o_req_t *req)
     t->unwritten++;
 }
 
+/* The write guard (server.h): answers a request that may write, and
+ * says so, while the guard refuses writes. */
+static bool writes_refused(http_server *srv, http_req *r)
+{
+    const unsigned reads = HTTP_GET | HTTP_HEAD | HTTP_OPTIONS | HTTP_PROPFIND | HTTP_REPORT;
+    http_err e = {0};
+    if (!srv->refuse_writes || (r->method & reads) || !srv->refuse_writes(srv->refuse_arg, r->loop, &e)) return false;
+    http_send_err(r, &e);
+    return true;
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req)
 {
     http_server *srv = ((chime_handler *)self)->srv;
@@ -650,7 +663,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     } else if (r->method == 0) {
         r->route_index = ROUTER_MAX_ROUTES;
         http_send_error(r, 405, "method_not_allowed", NULL, "unsupported method");
-    } else {
+    } else if (!writes_refused(srv, r)) {
         dispatch(srv, r);
     }
     if (!r->answered && !r->deferred) http_send_error(r, 500, "internal", NULL, "no response");
@@ -942,6 +955,12 @@ void http_server_set_fallback(http_server *s, http_handler_fn fn, void *arg)
 {
     s->fallback = fn;
     s->fallback_arg = arg;
+}
+
+void http_server_set_write_guard(http_server *s, http_refuse_fn refuse, void *arg)
+{
+    s->refuse_writes = refuse;
+    s->refuse_arg = arg;
 }
 
 int http_server_on_loop(http_server *s, http_loop_fn start, http_loop_fn stop, void *arg)

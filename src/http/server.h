@@ -59,6 +59,14 @@ void http_server_set_fallback(http_server *s, http_handler_fn fn, void *arg);
 /* 405 with Allow when routes take other methods on the path, else 404. */
 void http_send_no_route(http_req *r);
 
+/* A guard against writes the whole node must stop taking (a failed disk):
+ * every request whose method may write -- any but GET, HEAD, OPTIONS,
+ * PROPFIND and REPORT -- asks refuse first (on its loop's thread), and
+ * when it returns true the request is answered with e (which refuse
+ * fills: a 503) before routing or authentication. */
+typedef bool (*http_refuse_fn)(void *arg, int loop, http_err *e);
+void http_server_set_write_guard(http_server *s, http_refuse_fn refuse, void *arg);
+
 /* The checks behind HTTP_ROUTE_AUTH and HTTP_ROUTE_ADMIN: authenticate
  * sets r->user_id, or fills e (401, or 503) and returns -1; admin (run
  * after authenticate) returns 0 for an admin, or fills e (403, or 503)

@@ -28,6 +28,8 @@
 #include "cluster/nodes.h"
 
 #define LEASE_RENEW_TRIES 3
+#define JOBS_HOLD_OFF_MS 1000      /* an unrecorded run's job waits this long, */
+#define JOBS_HOLD_OFF_MAX_MS 60000 /* doubling up to this */
 
 typedef struct sched_job {
     const jobs_job *job;
@@ -41,6 +43,8 @@ typedef struct sched_job {
     bool running;
     int unpruned; /* runs recorded since the history was last trimmed; only
                      the runner that set `running` touches it */
+    int64_t held_off_ms; /* not run before this (scheduler clock): its last run went unrecorded */
+    int hold_offs;       /* unrecorded runs in a row */
 } sched_job;
 
 struct jobs_scheduler {
@@ -357,7 +361,8 @@ static void advance(jobs_run *r)
 static int finish_in_fence(jobs_run *r, const char *outcome)
 {
     int rc = record_run(r, outcome);
-    rc = lease_hold_fence_end(r->db, &r->sj->hold, rc == STORE_OK);
+    int ended = lease_hold_fence_end(r->db, &r->sj->hold, rc == STORE_OK);
+    if (rc == STORE_OK) rc = ended; /* (a failed record's rollback is no success) */
     r->in_fence = false;
     if (rc != STORE_OK) {
         log_warn("job %s: cannot record the run: %s", r->sj->job->name, store_errmsg(r->db));
@@ -400,7 +405,10 @@ static void finish(jobs_run *r, const char *outcome)
     finish_in_fence(r, outcome);
 }
 
-static void run_job(jobs_scheduler *s, store *db, sched_job *sj)
+/* True when the run ended but could not be recorded (the database refused
+ * the write): its fire time is still due, so the runner holds the job off
+ * (hold_off) rather than run it again at once, over and over. */
+static bool run_job(jobs_scheduler *s, store *db, sched_job *sj)
 {
     jobs_run r;
     memset(&r, 0, sizeof r);
@@ -416,7 +424,7 @@ static void run_job(jobs_scheduler *s, store *db, sched_job *sj)
     if (store_now_ms(db, &r.started_ms) < 0) {
         log_warn("job %s: database clock: %s", j->name, store_errmsg(db));
         sleep_ms(100);
-        return;
+        return false;
     }
     if (r.requested_ms) {
         r.manual = true;
@@ -426,7 +434,7 @@ static void run_job(jobs_scheduler *s, store *db, sched_job *sj)
     } else {
         jobs_plan_next(j, next_run, r.started_ms, &r.plan);
     }
-    if (r.plan.action == JOBS_WAIT) return; /* our clock estimate ran ahead */
+    if (r.plan.action == JOBS_WAIT) return false; /* our clock estimate ran ahead */
     if (r.plan.action == JOBS_SKIP) {
         char from[32];
         rfc3339_format_ms(r.plan.scheduled_ms, from, sizeof from);
@@ -434,7 +442,7 @@ static void run_job(jobs_scheduler *s, store *db, sched_job *sj)
                         r.plan.missed_more ? "more than " : "", (long long)r.plan.missed, from);
         log_warn("job %s: %s", j->name, r.error);
         finish(&r, "skipped");
-        return;
+        return !r.completed;
     }
     if (r.plan.misfired)
         log_warn("job %s: misfired (%s%lld fire times missed): running once now", j->name,
@@ -442,7 +450,7 @@ static void run_job(jobs_scheduler *s, store *db, sched_job *sj)
     if (j->max_run_ms) r.deadline_ns = base_mono_ns() + j->max_run_ms * 1000000;
     int rc = j->handler(&r, j->arg);
     if (r.in_fence) jobs_run_fence_abort(&r); /* a handler that forgot to close its fence */
-    if (r.completed) return;
+    if (r.completed) return false;
     if (rc != 0 && !past_deadline(&r) && jobs_run_should_stop(&r)) {
         /* Interrupted (shutdown or lost lease): not recorded, so the next
          * owner runs this fire time again rather than losing it. */
@@ -451,7 +459,7 @@ static void run_job(jobs_scheduler *s, store *db, sched_job *sj)
         /* Not runnable until a renewal or a new acquire says it is ours,
          * or this runner would pick it again at once. */
         if (!lease_hold_valid(&sj->hold, r.tenure)) deactivate(s, sj);
-        return;
+        return false;
     }
     if (past_deadline(&r)) {
         if (!r.error[0]) jobs_run_errorf(&r, "ran past max_run of %lld ms", (long long)j->max_run_ms);
@@ -463,7 +471,25 @@ static void run_job(jobs_scheduler *s, store *db, sched_job *sj)
     } else {
         finish(&r, "ok");
     }
+    return !r.completed;
 }
+
+/* The next hold-off of a job whose runs go unrecorded: 1 s, doubling to
+ * a minute. */
+static void hold_off(jobs_scheduler *s, sched_job *sj, bool unrecorded)
+{
+    if (!unrecorded) {
+        sj->held_off_ms = 0;
+        sj->hold_offs = 0;
+        return;
+    }
+    int64_t wait = JOBS_HOLD_OFF_MS << (sj->hold_offs < 6 ? sj->hold_offs : 6);
+    if (wait > JOBS_HOLD_OFF_MAX_MS) wait = JOBS_HOLD_OFF_MAX_MS;
+    sj->hold_offs++;
+    sj->held_off_ms = base_now_ms() + s->skew_ms + wait;
+}
+
+
 
 /* ---- runner threads ------------------------------------------------------- */
 
@@ -476,6 +502,7 @@ static sched_job *next_due(jobs_scheduler *s, int64_t *due)
         if (!sj->active || sj->running) continue;
         int64_t t = sj->requested_ms ? sj->requested_ms : sj->next_run_ms;
         if (t < 0) continue;
+        if (t < sj->held_off_ms) t = sj->held_off_ms;
         if (!best || t < *due) {
             best = sj;
             *due = t;
@@ -507,9 +534,10 @@ static void *runner_main(void *p)
         if (sj && wait_ms <= 0) {
             sj->running = true;
             pthread_mutex_unlock(&s->mu);
-            run_job(s, db, sj);
+            bool unrecorded = run_job(s, db, sj);
             pthread_mutex_lock(&s->mu);
             sj->running = false;
+            hold_off(s, sj, unrecorded);
             /* Another runner may be waiting for this job's next time. */
             pthread_cond_broadcast(&s->run_cv);
             continue;
@@ -682,6 +710,8 @@ static int activate(jobs_scheduler *s, store *db, sched_job *sj, uint64_t tenure
     sj->next_run_ms = next;
     sj->requested_ms = req;
     sj->done_request_ms = 0;
+    sj->held_off_ms = 0; /* a new tenure starts from the table */
+    sj->hold_offs = 0;
     sj->active = true;
     pthread_cond_broadcast(&s->run_cv);
     pthread_mutex_unlock(&s->mu);

@@ -837,6 +837,9 @@ static bool claim_pass(notify_engine *e, store *db, int64_t horizon, int64_t *ne
 {
     notify_item_buf buf = {0};
     bool whole = true;
+    /* Nothing can be claimed once the disk failed (store.h), and every
+     * group would fail and say so, a pass after another. */
+    if (store_disk_failed(db)) return false;
     bool *due = malloc((size_t)e->o.groups * sizeof *due);
     if (!due) return false;
     groups_due(e, db, horizon, due);

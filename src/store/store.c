@@ -144,6 +144,11 @@ void store_writers_release(store *s)
     if (s->ops->writers_release) s->ops->writers_release(s);
 }
 
+bool store_disk_failed(store *s)
+{
+    return s->ops->disk_failed && s->ops->disk_failed(s);
+}
+
 /* ------------------------------------------------------ $N parameters */
 
 static bool is_ident_byte(unsigned char c)

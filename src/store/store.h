@@ -159,6 +159,21 @@ int store_sync_data(store *s);
 bool store_writers_hold(store *s);
 void store_writers_release(store *s);
 
+/* SQLite: true once a sync to disk of this database (its WAL or its
+ * file) failed on any connection of this process: a commit's, a
+ * checkpoint's, store_sync_log's or store_sync_data's. From then on every
+ * write to the file is refused (store_begin, a change outside a
+ * transaction, store_commit of a transaction begun before, the syncs:
+ * STORE_ERROR, "the disk failed a write; ...") until the process
+ * restarts; reads go on. Linux reports a failed write-back once and lets
+ * the pages it could not write pass for clean, so a later sync succeeds
+ * over a hole in the WAL, and a power cut would take every later commit
+ * with it. After a restart SQLite goes on from what the disk holds.
+ * PostgreSQL: false (its server stops itself on a failed sync). */
+bool store_disk_failed(store *s);
+/* What a refused write says (store_errmsg); the API says the same. */
+#define STORE_DISK_FAILED_MSG "a write to disk failed; chime takes no writes until it restarts"
+
 /* Transactions. store_begin takes the write lock at once on SQLite
  * (BEGIN IMMEDIATE) so two writers never deadlock on lock upgrade. */
 int store_begin(store *s);

@@ -248,6 +248,11 @@ static void *checkpoint_main(void *p)
      * slept a second while the WAL grew 50-fold). */
     while (checkpoint_sleep_until(c, base_now_ms() + (busy ? STORE_SYNC_TICK_MS : 1000))) {
         store_stamp now;
+        if (store_disk_failed(db)) { /* nothing more goes to the disk (store.h) */
+            checkpoint_unpin(pin, &pinned);
+            busy = false;
+            continue;
+        }
         if (store_change_stamp(db, &now) != STORE_OK || checkpoint_passive(db, &log, &done) != STORE_OK) continue;
         busy = now.others != seen.others || log != last;
         seen = now;

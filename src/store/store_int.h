@@ -76,6 +76,7 @@ typedef struct store_ops {
     int (*change_stamp)(store *s, store_stamp *out); /* NULL: cannot tell */
     bool (*writers_hold)(store *s);    /* store_writers_hold; NULL: false */
     void (*writers_release)(store *s); /* store_writers_release */
+    bool (*disk_failed)(store *s);     /* store_disk_failed; NULL: false */
 } store_ops;
 
 /* Statements last prepared from a given address (see store_prepare): 64,

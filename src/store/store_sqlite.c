@@ -67,8 +67,35 @@ static void mark_failed(store *s)
         ((sqlite_store *)s)->tx_failed = true;
 }
 
+/* A sync to disk failed: the file is failed for every connection of the
+ * process (disk_refuse), and the log says so once. */
+static void file_fail(sqlite_store *ss, const char *why)
+{
+    if (!sqlite_wlock_failed(ss->wlock))
+        log_error("sqlite: a sync to disk failed (%s); no write is taken until chime restarts", why);
+    sqlite_wlock_fail(ss->wlock);
+}
+
+/* rc: an extended result code; a sync SQLite itself ran (a commit's, a
+ * checkpoint's) failed? */
+static void note_sync_error(store *s, int rc)
+{
+    if (rc == SQLITE_IOERR_FSYNC || rc == SQLITE_IOERR_DIR_FSYNC)
+        file_fail((sqlite_store *)s, sqlite3_errmsg(DB(s)));
+}
+
+/* Once a sync of the file failed, nothing more is written to it: what the
+ * disk lost is a hole under every later commit (store_disk_failed). */
+static int disk_refuse(store *s)
+{
+    if (!sqlite_wlock_failed(((sqlite_store *)s)->wlock)) return STORE_OK;
+    mark_failed(s);
+    return store_fail(s, STORE_ERROR, STORE_DISK_FAILED_MSG);
+}
+
 static int sq_fail(store *s, int rc)
 {
+    note_sync_error(s, rc);
     mark_failed(s);
     return store_fail(s, map_rc(rc), "%s", sqlite3_errmsg(DB(s)));
 }
@@ -118,6 +145,7 @@ static int raw_exec(store *s, const char *sql)
     char *msg = NULL;
     int rc = sqlite3_exec(DB(s), sql, NULL, NULL, &msg);
     if (rc != SQLITE_OK) {
+        note_sync_error(s, sqlite3_extended_errcode(DB(s)));
         mark_failed(s);
         store_fail(s, map_rc(rc), "%s", msg ? msg : sqlite3_errstr(rc));
         sqlite3_free(msg);
@@ -138,6 +166,7 @@ static int sq_begin(store *s)
         return store_fail(s, STORE_ERROR, "store_begin: already in a transaction");
     sqlite_store *ss = (sqlite_store *)s;
     ss->tx_failed = false;
+    if (disk_refuse(s) < 0) return STORE_ERROR;
     bool shortened = wlock_take(ss->db, ss->wlock, &ss->wlocked);
     int rc = raw_exec(s, "BEGIN IMMEDIATE");
     if (shortened) busy_restore(ss->db);
@@ -154,7 +183,8 @@ static int sq_commit(store *s)
         return store_fail(s, STORE_ERROR, "store_commit: no transaction");
     int rc = ss->tx_failed ? store_fail(s, STORE_ERROR, "transaction aborted by an earlier "
                                                         "error; rolled back")
-                           : raw_exec(s, "COMMIT");
+             : disk_refuse(s) < 0 ? STORE_ERROR
+                                  : raw_exec(s, "COMMIT");
     if (rc < 0 && !sqlite3_get_autocommit(ss->db)) {
         char keep[STORE_ERRLEN];
         memcpy(keep, s->err, sizeof keep);
@@ -304,8 +334,9 @@ static int sq_step(store_stmt *st)
         ss->total_before = sqlite3_total_changes64(DB(st->s));
     }
     sqlite_store *conn = (sqlite_store *)st->s;
-    bool shortened = st->state == STORE_ST_READY && ss->writes && sqlite3_get_autocommit(conn->db) &&
-                     wlock_take(conn->db, conn->wlock, &ss->wlocked);
+    bool alone = st->state == STORE_ST_READY && ss->writes && sqlite3_get_autocommit(conn->db);
+    if (alone && disk_refuse(st->s) < 0) return STORE_ERROR;
+    bool shortened = alone && wlock_take(conn->db, conn->wlock, &ss->wlocked);
     int rc = sqlite3_step(ss->vm);
     if (shortened) busy_restore(conn->db);
     if (rc == SQLITE_ROW)
@@ -365,9 +396,13 @@ static size_t sq_col_len(store_stmt *st, int col)
  * that is not there yet has nothing to write. */
 static int sync_path(store *s, const char *path, int *fd)
 {
+    if (disk_refuse(s) < 0) return STORE_ERROR;
     if (*fd < 0 && (*fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
         return errno == ENOENT ? STORE_OK : store_fail(s, STORE_ERROR, "sync: %s: %s", path, strerror(errno));
-    return fdatasync(*fd) == 0 ? STORE_OK : store_fail(s, STORE_ERROR, "sync: %s: %s", path, strerror(errno));
+    if (fdatasync(*fd) == 0) return STORE_OK;
+    store_fail(s, STORE_ERROR, "sync: %s: %s", path, strerror(errno));
+    file_fail((sqlite_store *)s, store_errmsg(s));
+    return STORE_ERROR;
 }
 
 /* store_sync_log. No WAL (yet, or after the last connection closed):
@@ -403,6 +438,12 @@ static void sq_writers_release(store *s)
     sqlite_wlock_unlock(ss->wlock);
 }
 
+/* store_disk_failed. */
+static bool sq_disk_failed(store *s)
+{
+    return sqlite_wlock_failed(((sqlite_store *)s)->wlock);
+}
+
 /* store_change_stamp. The count of this connection's changes is read
  * after data_version, so a commit of ours in between shows in one of them. */
 static int sq_change_stamp(store *s, store_stamp *out)
@@ -435,6 +476,7 @@ const store_ops store_sqlite_ops = {
     .change_stamp = sq_change_stamp,
     .writers_hold = sq_writers_hold,
     .writers_release = sq_writers_release,
+    .disk_failed = sq_disk_failed,
 };
 
 /* PRAGMA journal_mode answers with the mode actually in force. */

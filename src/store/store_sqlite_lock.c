@@ -24,6 +24,7 @@ struct sqlite_wlock {
     dev_t dev;
     ino_t ino;
     int refs;                  /* connections using it; guarded by registry_mu */
+    int failed;                /* sqlite_wlock_fail (__atomic) */
     struct sqlite_wlock *next; /* in the registry */
     pthread_mutex_t mu;        /* the rest */
     bool held;
@@ -139,6 +140,16 @@ void sqlite_wlock_unlock(sqlite_wlock *l)
         l->held = false;
     }
     pthread_mutex_unlock(&l->mu);
+}
+
+void sqlite_wlock_fail(sqlite_wlock *l)
+{
+    if (l) __atomic_store_n(&l->failed, 1, __ATOMIC_RELEASE);
+}
+
+bool sqlite_wlock_failed(sqlite_wlock *l)
+{
+    return l && __atomic_load_n(&l->failed, __ATOMIC_ACQUIRE) != 0;
 }
 
 int sqlite_wlock_waiting(sqlite_wlock *l)

@@ -45,6 +45,18 @@ void sqlite_wlock_release(sqlite_wlock *l);
 bool sqlite_wlock_lock(sqlite_wlock *l, int timeout_ms);
 void sqlite_wlock_unlock(sqlite_wlock *l);
 
+/* The file's failed state: set once a sync of the file or its WAL failed
+ * on any connection of this process, and kept while any connection of
+ * the process has the file open (a server keeps its own open until it
+ * exits; an entry that outlived its file could pass the state to a new
+ * file on the same inode).
+ * Linux reports a failed write-back once, and the pages it could not write
+ * pass for clean: a later sync succeeds over a hole in the WAL that a
+ * power cut would take every later commit with (store.h,
+ * store_disk_failed). */
+void sqlite_wlock_fail(sqlite_wlock *l);
+bool sqlite_wlock_failed(sqlite_wlock *l);
+
 /* Writers queued behind the holder (for tests). */
 int sqlite_wlock_waiting(sqlite_wlock *l);
 

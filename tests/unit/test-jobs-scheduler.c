@@ -1,7 +1,8 @@
 /* test-jobs-scheduler.c -- the scheduler threads against a real database
  * (both backends): runs are recorded with their outcome, misfires follow
  * the job's policy, max run time, manual runs, two schedulers never run the
- * same fire time, and stopping releases the leases and the node row. */
+ * same fire time, stopping releases the leases and the node row, and a
+ * run the database will not record holds its job off. */
 #include "testutil.h"
 #include "testdb.h"
 
@@ -253,6 +254,35 @@ static void test_two_schedulers(void **state)
  * already gone (found by test_restart: a SIGTERM 30 ms after the start
  * took 5.5 s). The heartbeat here is 6 s; every stop must take well under
  * it (half, for a loaded machine). */
+/* A database that refuses a run's record (here a trigger; in life a full
+ * or failed disk): the fire time stays due, and the runner used to run
+ * the job again at once, thousands of times a second, logging each. It
+ * holds the job off, 1 s doubling, and records once the database takes
+ * writes again. */
+static void test_unrecorded_run_held_off(void **state)
+{
+    testdb *db = *state;
+    bool pg = store_backend_of(db->s) == STORE_PG;
+    assert_int_equal(store_exec(db->s, pg ? "CREATE FUNCTION no_runs() RETURNS trigger LANGUAGE plpgsql AS"
+                                            " $$ BEGIN RAISE EXCEPTION 'no room'; END $$"
+                                          : "SELECT 1"), STORE_OK);
+    assert_int_equal(store_exec(db->s, pg ? "CREATE TRIGGER no_runs BEFORE INSERT ON job_runs"
+                                            " FOR EACH ROW EXECUTE FUNCTION no_runs()"
+                                          : "CREATE TRIGGER no_runs BEFORE INSERT ON job_runs"
+                                            " BEGIN SELECT RAISE(ABORT, 'no room'); END"), STORE_OK);
+    env e;
+    env_init(&e, "* * * * * *", JOBS_MISFIRE_RUN_ONCE, 0, 0);
+    jobs_scheduler *s = start(&e, db, "n1");
+    nap_ms(3300);
+    int n = calls(&e);
+    if (n < 1 || n > 4) fail_msg("%d runs in 3.3 s with nowhere to record them", n);
+    assert_int_equal(store_exec(db->s, pg ? "DROP TRIGGER no_runs ON job_runs" : "DROP TRIGGER no_runs"), STORE_OK);
+    wait_for_row(db->s, "SELECT count(*) FROM job_runs WHERE job = 't'");
+    assert_true(q(db->s, "SELECT count(*) FROM job_runs WHERE job = 't'") >= 1);
+    jobs_scheduler_free(s);
+    env_free(&e);
+}
+
 static void test_stop_right_after_start(void **state)
 {
     testdb *db = *state;
@@ -283,6 +313,7 @@ int main(void)
         TESTDB_TEST(test_manual_run),
         TESTDB_TEST(test_two_schedulers),
         TESTDB_TEST(test_stop_right_after_start),
+        TESTDB_TEST(test_unrecorded_run_held_off),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
