@@ -151,7 +151,7 @@ static int64_t group(store *s, const pair *pairs, int64_t *members)
     chat_result r = {0};
     chat_limits lim = {.group_max_members = GROUP};
     if (store_begin(s) != STORE_OK) die("begin", s);
-    if (chat_create_group(s, members[0], "g", members + 1, GROUP - 1, &lim, 0, &r) != STORE_OK || r.status != 201)
+    if (chat_create_group(s, members[0], "g", NULL, members + 1, GROUP - 1, &lim, 0, &r) != STORE_OK || r.status != 201)
         die("a group", s);
     if (store_commit(s) != STORE_OK) die("commit", s);
     int64_t id = 0;

@@ -99,10 +99,12 @@ typedef struct chat_limits {
 
 /* POST /v1/conversations: a direct conversation with other (the same
  * one for the pair, 200 after the first 201), or a group with members
- * (the creator is its admin). */
+ * (the creator is its admin). A group's client_id (NULL: none) makes a
+ * retried create the same group: a repeat by the same creator answers
+ * 200 with the original, as a retried send does. */
 int chat_create_direct(store *db, int64_t me, int64_t other, int64_t now, chat_result *r);
-int chat_create_group(store *db, int64_t me, const char *title, const int64_t *members, size_t n,
-                      const chat_limits *lim, int64_t now, chat_result *r);
+int chat_create_group(store *db, int64_t me, const char *title, const char *client_id, const int64_t *members,
+                      size_t n, const chat_limits *lim, int64_t now, chat_result *r);
 /* POST /v1/conversations/{id}/members (group admin) */
 int chat_add_members(store *db, int64_t me, int64_t conv, const int64_t *users, size_t n, const chat_limits *lim,
                      int64_t now, chat_result *r);

@@ -30,7 +30,7 @@ int chat_body_users(const json_t *list, const char *field, size_t max, http_err 
 int chat_body_create(const json_t *body, size_t max_members, chat_create_in *in, http_err *e)
 {
     static const char *const direct_fields[] = {"type", "user", NULL};
-    static const char *const group_fields[] = {"type", "title", "members", NULL};
+    static const char *const group_fields[] = {"type", "title", "members", "client_id", NULL};
     const char *type;
     memset(in, 0, sizeof *in);
     if (http_json_str(body, "type", true, 16, &type, e)) return -1;
@@ -43,7 +43,8 @@ int chat_body_create(const json_t *body, size_t max_members, chat_create_in *in,
         return -1;
     }
     in->group = true;
-    if (http_json_only(body, group_fields, e) || http_json_text(body, "title", true, CHAT_TITLE_MAX, TEXT_LINE, &in->title, e))
+    if (http_json_only(body, group_fields, e) || http_json_text(body, "title", true, CHAT_TITLE_MAX, TEXT_LINE, &in->title, e) ||
+        http_json_text(body, "client_id", false, CHAT_CLIENT_ID_MAX, TEXT_IDENT, &in->client_id, e))
         return -1;
     in->members = json_object_get(body, "members");
     /* The cap is checked again in the transaction (with the creator and

@@ -13,10 +13,11 @@
 #include "http/http.h"
 
 /* POST /v1/conversations: {"type":"direct","user":REF} or
- * {"type":"group","title":T,"members":[REF...]} */
+ * {"type":"group","title":T,"members":[REF...],"client_id":S} (client_id
+ * optional: NULL when absent) */
 typedef struct chat_create_in {
     bool group;
-    const char *user, *title;
+    const char *user, *title, *client_id;
     const json_t *members; /* NULL when absent */
 } chat_create_in;
 int chat_body_create(const json_t *body, size_t max_members, chat_create_in *in, http_err *e);

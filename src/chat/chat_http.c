@@ -145,7 +145,8 @@ static int create_users(chat_service *c, http_req *r, const chat_create_in *in, 
 {
     if (in->group) {
         op->kind = CHAT_OP_GROUP;
-        if (!(op->title = strdup(in->title))) return http_err_set(e, 503, "unavailable", NULL, "out of memory"), -1;
+        if (!(op->title = strdup(in->title)) || (in->client_id && !(op->client_id = strdup(in->client_id))))
+            return http_err_set(e, 503, "unavailable", NULL, "out of memory"), -1;
         if (!in->members) return (op->users = calloc(1, sizeof *op->users)) ? 0 : -1;
         return users_of(c, r, in->members, "members", (size_t)c->o.group_max_members, &op->users, &op->nusers, e);
     }

@@ -383,8 +383,34 @@ int chat_create_direct(store *db, int64_t me, int64_t other, int64_t now, chat_r
     return rc == STORE_OK ? conv_answer(db, me, id, inserted ? 201 : 200, r) : rc;
 }
 
-int chat_create_group(store *db, int64_t me, const char *title, const int64_t *members, size_t n,
-                      const chat_limits *lim, int64_t now, chat_result *r)
+/* A group's client_id is kept in pair_key, which is UNIQUE already: "g:"
+ * and the creator's id before it, so it cannot meet a direct pair's key
+ * (two ids in hex) nor another creator's. */
+static void group_key(int64_t me, const char *client_id, char *key, size_t size)
+{
+    char id[17];
+    base_id_format(me, id);
+    snprintf(key, size, "g:%s:%s", id, client_id);
+}
+
+/* The group made before under key: 200 with it, while me is still in it. */
+static int group_again(store *db, int64_t me, const char *key, chat_result *r)
+{
+    store_stmt *st = store_prepare(db, "SELECT id FROM conversations WHERE pair_key = $1");
+    store_bind_str(st, 1, key);
+    int rc = store_step(st);
+    int64_t id = rc == STORE_ROW ? store_col_int64(st, 0) : 0;
+    store_reset(st);
+    if (rc != STORE_ROW) return rc < 0 ? rc : STORE_ERROR;
+    chat_member m;
+    if ((rc = member_of(db, id, me, &m)) != STORE_OK) return rc;
+    if (!m.active)
+        return chat_refuse(r, 409, "client_id_used", "client_id", "client_id named a group you have left");
+    return conv_answer(db, me, id, 200, r);
+}
+
+int chat_create_group(store *db, int64_t me, const char *title, const char *client_id, const int64_t *members,
+                      size_t n, const chat_limits *lim, int64_t now, chat_result *r)
 {
     size_t total = 1;
     for (size_t i = 0; i < n; i++) {
@@ -396,8 +422,11 @@ int chat_create_group(store *db, int64_t me, const char *title, const int64_t *m
         return chat_refuse(r, 422, "too_many", "members", "a group has at most %lld members",
                            (long long)lim->group_max_members);
     bool inserted;
+    char key[24 + CHAT_CLIENT_ID_MAX];
+    if (client_id) group_key(me, client_id, key, sizeof key);
     int64_t id = base_id_new();
-    int rc = conv_insert(db, id, "group", title, NULL, me, now, &inserted);
+    int rc = conv_insert(db, id, "group", title, client_id ? key : NULL, me, now, &inserted);
+    if (rc == STORE_OK && !inserted && client_id) return group_again(db, me, key, r);
     if (rc == STORE_OK && !inserted) rc = STORE_ERROR; /* an id collision: 2^-63 */
     if (rc == STORE_OK) rc = member_put(db, id, me, "admin", 0, 0);
     for (size_t i = 0; i < n && rc == STORE_OK; i++)

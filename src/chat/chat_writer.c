@@ -145,7 +145,7 @@ static int op_run(chat_writer *w, store *db, chat_op *op)
     chat_limits lim = {.group_max_members = w->o.group_max_members};
     switch (op->kind) {
     case CHAT_OP_DIRECT: return chat_create_direct(db, op->me, op->other, now, &op->res);
-    case CHAT_OP_GROUP: return chat_create_group(db, op->me, op->title, op->users, op->nusers, &lim, now, &op->res);
+    case CHAT_OP_GROUP: return chat_create_group(db, op->me, op->title, op->client_id, op->users, op->nusers, &lim, now, &op->res);
     case CHAT_OP_ADD: return chat_add_members(db, op->me, op->conv, op->users, op->nusers, &lim, now, &op->res);
     case CHAT_OP_REMOVE: return chat_remove_member(db, op->me, op->conv, op->other, now, &op->res);
     case CHAT_OP_SEND:

@@ -97,6 +97,32 @@ class TestConversations(ChatTest):
         self.assertEqual(got.status, 200, got)
         self.assertEqual(got.json["id"], r.json["id"])
 
+    def test_group_client_id_makes_a_retry_the_same_group(self):
+        (a, ta), (b, tb), (c, tc) = self.users(3)
+        def group(tok, cid, members=(b["id"],)):
+            return self.server.post("/v1/conversations", {"type": "group", "title": "Trip", "members": list(members),
+                                                          "client_id": cid}, token=tok)
+        r1 = group(ta, "trip-1")
+        self.assertEqual(r1.status, 201, r1)
+        r2 = group(ta, "trip-1", members=(b["id"], c["id"]))  # a retry: the original, as it is
+        self.assertEqual(r2.status, 200, r2)
+        self.assertEqual(r2.json["id"], r1.json["id"])
+        self.assertEqual(sorted(m["id"] for m in r2.json["members"]), sorted([a["id"], b["id"]]))
+        self.assertEqual(group(ta, "trip-2").status, 201)  # another id: another group
+        r3 = group(tb, "trip-1", members=(a["id"],))  # another creator's id space
+        self.assertEqual(r3.status, 201, r3)
+        self.assertNotEqual(r3.json["id"], r1.json["id"])
+        no_id = self.server.post("/v1/conversations", {"type": "group", "title": "Trip", "members": [b["id"]]},
+                                 token=ta)
+        self.assertEqual(no_id.status, 201, no_id)  # without one, every create is a new group
+        self.assertEqual(len(self.server.get("/v1/conversations", token=ta).json["items"]), 4)
+        # The creator left: the id is spent.
+        self.assertEqual(self.server.delete(conv_path(r1.json["id"], "/members/" + a["id"]), token=ta).status, 204)
+        self.assertError(group(ta, "trip-1"), 409, "client_id")
+        self.assertError(group(ta, "x" * 129), 400, "client_id")
+        self.assertError(group(ta, "bad\u0001id"), 400, "client_id")
+        self.assertError(group(ta, 7), 400, "client_id")
+
     def test_strangers_get_404(self):
         (a, ta), (b, tb), (c, tc) = self.users(3)
         conv = self.direct(ta, b["id"])

@@ -51,7 +51,7 @@ static int64_t group_of_all(store *s, int64_t now)
     chat_limits lim = {.group_max_members = 500};
     chat_result r = {0};
     assert_int_equal(store_begin(s), STORE_OK);
-    assert_int_equal(chat_create_group(s, 1, "all", members, NUSERS - 1, &lim, now, &r), STORE_OK);
+    assert_int_equal(chat_create_group(s, 1, "all", NULL, members, NUSERS - 1, &lim, now, &r), STORE_OK);
     assert_int_equal(store_commit(s), STORE_OK);
     assert_int_equal(r.status, 201);
     int64_t conv = chattest_conv_id(&r);

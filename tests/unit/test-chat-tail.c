@@ -100,7 +100,7 @@ static void test_answers_are_the_databases(void **state)
         int rc;
         if (kind == 9 && n < 3) { /* groups of 1 + 3, admins 1, 2, 3 */
             int64_t g = n + 1, members[3] = {g % NUSERS + 1, (g + 1) % NUSERS + 1, (g + 2) % NUSERS + 1};
-            rc = chat_create_group(s, g, texts[n], members, 3, &lim, now, &r);
+            rc = chat_create_group(s, g, texts[n], NULL, members, 3, &lim, now, &r);
         } else if (kind == 9) {
             rc = chat_create_direct(s, n - 2, n + 2, now, &r);
         } else if (kind <= 2) {

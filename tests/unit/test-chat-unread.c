@@ -129,7 +129,7 @@ static void test_kept_through_every_write(void **state)
         int64_t members[3] = {g % NUSERS + 1, (g + 1) % NUSERS + 1, (g + 2) % NUSERS + 1};
         chat_result r = {0};
         assert_int_equal(store_begin(s), STORE_OK);
-        assert_int_equal(chat_create_group(s, g, "g", members, 3, &lim, 1, &r), STORE_OK);
+        assert_int_equal(chat_create_group(s, g, "g", NULL, members, 3, &lim, 1, &r), STORE_OK);
         assert_int_equal(store_commit(s), STORE_OK);
         assert_int_equal(r.status, 201);
         convs[n++] = chattest_conv_id(&r);
@@ -293,7 +293,7 @@ static void test_check_walks_the_users_round(void **state)
     int64_t members[5] = {2, 3, 4, 5, 6};
     chat_result r = {0};
     assert_int_equal(store_begin(s), STORE_OK);
-    assert_int_equal(chat_create_group(s, 1, "g", members, 5, &lim, 1, &r), STORE_OK);
+    assert_int_equal(chat_create_group(s, 1, "g", NULL, members, 5, &lim, 1, &r), STORE_OK);
     assert_int_equal(store_commit(s), STORE_OK);
     chat_result_free(&r);
     set_kept(s, 6, 5); /* wrong, and last */
