@@ -475,7 +475,7 @@ static bool run_job(jobs_scheduler *s, store *db, sched_job *sj)
 }
 
 /* The next hold-off of a job whose runs go unrecorded: 1 s, doubling to
- * a minute. */
+ * a minute; mu held. */
 static void hold_off(jobs_scheduler *s, sched_job *sj, bool unrecorded)
 {
     if (!unrecorded) {
@@ -488,8 +488,6 @@ static void hold_off(jobs_scheduler *s, sched_job *sj, bool unrecorded)
     sj->hold_offs++;
     sj->held_off_ms = base_now_ms() + s->skew_ms + wait;
 }
-
-
 
 /* ---- runner threads ------------------------------------------------------- */
 
