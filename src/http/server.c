@@ -625,6 +625,7 @@ static bool writes_refused(http_server *srv, http_req *r)
     const unsigned reads = HTTP_GET | HTTP_HEAD | HTTP_OPTIONS | HTTP_PROPFIND | HTTP_REPORT;
     http_err e = {0};
     if (!srv->refuse_writes || (r->method & reads) || !srv->refuse_writes(srv->refuse_arg, r->loop, &e)) return false;
+    r->route_index = ROUTER_MAX_ROUTES; /* counted with the unrouted, not as the first route */
     http_send_err(r, &e);
     return true;
 }
@@ -658,6 +659,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
         http_linger_arm(t->linger, req);
         http_send_error(r, 400, "bad_request", field, "%s", why);
     } else if (t->stopping) {
+        r->route_index = ROUTER_MAX_ROUTES;
         http_add_header(r, "Retry-After", "1");
         http_send_error(r, 503, "shutting_down", NULL, "the server is shutting down");
     } else if (r->method == 0) {

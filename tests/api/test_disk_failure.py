@@ -63,6 +63,9 @@ class TestDiskFailure(ServerTest):
                                                     "password": "correct horse battery"}))
             self.assertRefused(s.get("/healthz"))
             self.assertIn("no write is taken until chime restarts", s.log())
+            # Counted as refused before any route, not as the first route's.
+            metrics = s.get("/metrics").body
+            self.assertIn('chime_http_requests_total{route="unmatched",status="503"} 3', metrics)
             # Reads go on.
             self.assertEqual(s.get("/v1/unread", token=tb).status, 200)
             self.assertEqual(s.get("/v1/calendars", token=ta).status, 200)
