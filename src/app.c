@@ -43,7 +43,7 @@ static void handle_healthz(http_req *r, void *arg)
         return;
     }
     /* A supervisor that restarts unhealthy nodes restarts this one. */
-    if (store_disk_failed(db) || (a->chat && chat_disk_failed(a->chat))) {
+    if (store_disk_failed(db)) {
         http_send_error(r, 503, "disk_failed", NULL, STORE_DISK_FAILED_MSG);
         return;
     }
@@ -56,7 +56,7 @@ static void handle_healthz(http_req *r, void *arg)
 static bool refuse_writes(void *arg, int loop, http_err *e)
 {
     app *a = arg;
-    if (!store_disk_failed(store_pool_at(a->dbs, loop)) && !(a->chat && chat_disk_failed(a->chat))) return false;
+    if (!store_disk_failed(store_pool_at(a->dbs, loop))) return false;
     http_err_set(e, 503, "disk_failed", NULL, STORE_DISK_FAILED_MSG);
     return true;
 }

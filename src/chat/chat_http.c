@@ -434,12 +434,6 @@ int chat_start(chat_service *c, idgen *ids)
     return chat_gateway_start(c);
 }
 
-bool chat_disk_failed(chat_service *c)
-{
-    chat_writer *w = atomic_load(&c->writer);
-    return w && chat_writer_disk_failed(w);
-}
-
 void chat_stop(chat_service *c)
 {
     chat_gateway_stop(c);

@@ -60,9 +60,6 @@ bool chat_online_anywhere(chat_service *c, int64_t user);
 int chat_start(chat_service *c, idgen *ids);
 /* Stops them (after the HTTP server: no request may submit any more). */
 void chat_stop(chat_service *c);
-/* Whether the chat refuses writes since a failed disk sync (until chime
- * restarts): /healthz then answers 503. */
-bool chat_disk_failed(chat_service *c);
 void chat_free(chat_service *c);
 
 #endif

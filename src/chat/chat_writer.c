@@ -71,7 +71,6 @@ struct chat_writer {
     pthread_mutex_t sync_mu;
     pthread_cond_t sync_cv;
     chat_op *synced_head, **synced_tail;
-    int disk_failed; /* a WAL sync failed: no write from then on (__atomic; see syncer_main) */
 };
 
 void chat_op_free(chat_op *op)
@@ -333,9 +332,11 @@ static void finish_all(chat_op *ops)
  * 200 with it). And it is the last write: frames the disk lost leave a
  * hole in the WAL, and after a power cut SQLite replays the WAL only up
  * to its first bad frame, so every later commit, however well synced,
- * would be lost with it. So from then on the syncer refuses what it is
- * handed and the writer runs nothing (503, "until chime restarts"), as
- * PostgreSQL stops at a failed fsync; a restart reads what the disk has. */
+ * would be lost with it. So the failed sync fails the file for the whole
+ * process (store_disk_failed, store.h): from then on the syncer refuses
+ * what it is handed and the writer runs nothing (503, "until it
+ * restarts"), whichever connection's sync saw the failure, as PostgreSQL
+ * stops at a failed fsync; a restart reads what the disk has. */
 
 /* ops: a list whose last op's next is *end. */
 static void syncer_hand(chat_writer *w, chat_op *ops, chat_op **end)
@@ -370,14 +371,9 @@ static void *syncer_main(void *p)
         w->synced_tail = &w->synced_head;
         pthread_mutex_unlock(&w->sync_mu);
         if (!ops) return NULL; /* stopping, and nothing left */
-        bool failed = chat_writer_disk_failed(w);
-        if (!failed && store_sync_log(w->sync_db) != STORE_OK) {
-            log_error("chat: writes not synced to disk (%s); no chat write is taken until chime restarts",
-                      store_errmsg(w->sync_db));
-            __atomic_store_n(&w->disk_failed, 1, __ATOMIC_RELEASE);
-            failed = true;
-        }
-        if (failed) sync_refuse(ops);
+        /* (Refused without a sync once the file has failed: the store
+         * logged it.) */
+        if (store_sync_log(w->sync_db) != STORE_OK) sync_refuse(ops);
         finish_all(ops);
     }
 }
@@ -475,8 +471,7 @@ static void *writer_main(void *p)
     base_thread_name("chat-writer");
     chat_op *batch;
     while ((batch = take(w))) {
-        if (store_disk_failed(w->db)) __atomic_store_n(&w->disk_failed, 1, __ATOMIC_RELEASE); /* another writer's sync */
-        if (chat_writer_disk_failed(w)) { /* see the syncer */
+        if (store_disk_failed(w->db)) { /* see the syncer */
             sync_refuse(batch);
             finish_all(batch);
             continue;
@@ -582,11 +577,6 @@ int chat_writer_submit(chat_writer *w, chat_op *op)
     }
     pthread_mutex_unlock(&w->mu);
     return ok ? 0 : -1;
-}
-
-bool chat_writer_disk_failed(chat_writer *w)
-{
-    return __atomic_load_n(&w->disk_failed, __ATOMIC_ACQUIRE) != 0;
 }
 
 void chat_writer_free(chat_writer *w)

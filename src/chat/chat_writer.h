@@ -65,9 +65,6 @@ chat_writer *chat_writer_new(const chat_writer_opts *o);
 int chat_writer_start(chat_writer *w);
 /* Queues op. -1 when the writer is not running (op stays the caller's). */
 int chat_writer_submit(chat_writer *w, chat_op *op);
-/* Whether a sync of the WAL failed (SQLite): the writer then takes no
- * write until it is started again (chat_writer.c, the syncer). Any thread. */
-bool chat_writer_disk_failed(chat_writer *w);
 /* Runs what is queued, stops the thread, frees. */
 void chat_writer_free(chat_writer *w);
 
