@@ -625,7 +625,6 @@ static bool writes_refused(http_server *srv, http_req *r)
     const unsigned reads = HTTP_GET | HTTP_HEAD | HTTP_OPTIONS | HTTP_PROPFIND | HTTP_REPORT;
     http_err e = {0};
     if (!srv->refuse_writes || (r->method & reads) || !srv->refuse_writes(srv->refuse_arg, r->loop, &e)) return false;
-    r->route_index = ROUTER_MAX_ROUTES; /* counted with the unrouted, not as the first route */
     http_send_err(r, &e);
     return true;
 }
@@ -641,6 +640,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     r->started_ns = base_mono_ns();
     r->loop = t->index;
     r->method = method_of(req->method);
+    r->route_index = ROUTER_MAX_ROUTES; /* counted with the unrouted until dispatch routes it */
     r->path.ptr = req->path.base;
     r->path.len = req->query_at == SIZE_MAX ? req->path.len : req->query_at;
     if (req->query_at != SIZE_MAX) {
@@ -655,15 +655,12 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req)
     http_framing framing = http_framing_check(req, &field, &why);
     if (framing != HTTP_FRAMING_OK) req->http1_is_persistent = 0;
     if (framing == HTTP_FRAMING_BAD) {
-        r->route_index = ROUTER_MAX_ROUTES;
         http_linger_arm(t->linger, req);
         http_send_error(r, 400, "bad_request", field, "%s", why);
     } else if (t->stopping) {
-        r->route_index = ROUTER_MAX_ROUTES;
         http_add_header(r, "Retry-After", "1");
         http_send_error(r, 503, "shutting_down", NULL, "the server is shutting down");
     } else if (r->method == 0) {
-        r->route_index = ROUTER_MAX_ROUTES;
         http_send_error(r, 405, "method_not_allowed", NULL, "unsupported method");
     } else if (!writes_refused(srv, r)) {
         dispatch(srv, r);
