@@ -19,6 +19,7 @@
 #include "http/server_int.h"
 
 #define WS_CLOSE_WAIT_MS 2000 /* a closing peer gets this long to answer our close */
+#define WS_WAITING_WAKE 4096 /* news or told items waiting that wake a loop whoever they are for */
 
 typedef struct ws_loop ws_loop;
 
@@ -76,12 +77,22 @@ struct ws_loop {
     uint64_t next_id;
 };
 
+/* A connection as the registry knows it: its id (which says its loop)
+ * and the token its client names it by (ws_hub_told). */
+typedef struct ws_user_conn {
+    uint64_t id, token;
+} ws_user_conn;
+
 /* What the hub knows of a user across loops: their connections, oldest
- * first (for the cap and for routing frames to the right loops). */
+ * first (for the cap and for routing frames to the right loops), and the
+ * last connection told a number (ws_hub_told): no loop is woken for news
+ * that connection knows already (ws_hub_signal). */
 typedef struct ws_user {
     int64_t user_id;
     int n;
-    uint64_t conns[]; /* max_per_user + 1 */
+    uint64_t told_token;
+    int64_t told_seq;
+    ws_user_conn conns[]; /* max_per_user + 1 */
 } ws_user;
 
 struct ws_hub {
@@ -143,7 +154,7 @@ static bool users_grow(ws_hub *h)
  * can take the peer's answer or WS_CLOSE_WAIT_MS, and the user's next
  * connections must neither overrun conns[] nor pick it again. False when
  * out of memory. */
-static bool users_add(ws_hub *h, int64_t user_id, uint64_t conn, uint64_t *evict, bool *first)
+static bool users_add(ws_hub *h, int64_t user_id, uint64_t conn, uint64_t token, uint64_t *evict, bool *first)
 {
     *evict = 0;
     if (!users_grow(h)) return false;
@@ -157,10 +168,10 @@ static bool users_add(ws_hub *h, int64_t user_id, uint64_t conn, uint64_t *evict
         *slot = u;
         h->nusers++;
     }
-    u->conns[u->n++] = conn;
+    u->conns[u->n++] = (ws_user_conn){.id = conn, .token = token};
     h->nconns++;
     if (u->n > h->o.max_per_user) {
-        *evict = u->conns[0];
+        *evict = u->conns[0].id;
         u->n--;
         memmove(&u->conns[0], &u->conns[1], (size_t)u->n * sizeof u->conns[0]);
         h->nconns--;
@@ -175,7 +186,7 @@ static bool users_remove(ws_hub *h, int64_t user_id, uint64_t conn)
     ws_user **slot = users_slot(h, user_id, false), *u = *slot;
     if (!u) return false;
     for (int i = 0; i < u->n; i++)
-        if (u->conns[i] == conn) {
+        if (u->conns[i].id == conn) {
             memmove(&u->conns[i], &u->conns[i + 1], (size_t)(u->n - i - 1) * sizeof u->conns[0]);
             u->n--;
             h->nconns--;
@@ -630,7 +641,7 @@ int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, uint64_t token, cons
     uint64_t old = 0;
     bool first = false;
     pthread_mutex_lock(&h->mu);
-    bool added = users_add(h, user_id, c->id, &old, &first);
+    bool added = users_add(h, user_id, c->id, token, &old, &first);
     pthread_mutex_unlock(&h->mu);
     if (!added) log_error("ws: out of memory registering a connection");
     c->wc = http_server_upgrade_ws(r, c, on_ws_msg);
@@ -653,9 +664,42 @@ int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, uint64_t token, cons
     if (hello) conn_queue(c, hello, strlen(hello));
     if (first && h->ev.on_online) h->ev.on_online(h->ev.arg, user_id);
     if (old) evict(h, old);
+    /* News listed here before the user was woke no one (ws_hub_signal):
+     * it runs once this handler is done. */
+    pthread_mutex_lock(&lp->mu);
+    if (lp->nsignals) loop_wake(lp);
+    pthread_mutex_unlock(&lp->mu);
     return 0;
 }
 
+/* Which loops have a connection of the news' users that does not know
+ * the news yet: a bit a loop (every loop past 64). The sender's own
+ * connection knows its message's number from the 201 (ws_hub_told), so
+ * a 1:1 message from a user's one device wakes the receiver's loop
+ * alone, and news of users with no connection here wakes none. */
+static uint64_t signal_loops(ws_hub *h, const ws_news *news, size_t n)
+{
+    if (h->nloops > 64) return ~(uint64_t)0;
+    uint64_t mask = 0;
+    pthread_mutex_lock(&h->mu);
+    for (size_t i = 0; i < n && h->users_cap; i++) {
+        ws_user *u = *users_slot(h, news[i].user_id, false);
+        for (int k = 0; u && k < u->n; k++) {
+            bool knows = news[i].seq > 0 && u->conns[k].token == u->told_token && news[i].seq <= u->told_seq;
+            if (!knows) mask |= (uint64_t)1 << (u->conns[k].id % (uint64_t)h->nloops);
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    return mask;
+}
+
+/* The news goes on every loop's list, and only the loops with someone to
+ * tell are woken (signal_loops); the others sort it out (run_signals)
+ * when they next wake for anything, or once WS_WAITING_WAKE items wait.
+ * Listed first and looked up after, so a connection that opens meanwhile
+ * misses nothing: either the look-up finds its user, or its loop finds
+ * the news waiting once the upgrade has listed it (ws_hub_upgrade wakes
+ * its own loop). */
 void ws_hub_signal(ws_hub *h, const ws_news *news, size_t n)
 {
     for (int i = 0; i < h->nloops; i++) {
@@ -670,23 +714,40 @@ void ws_hub_signal(ws_hub *h, const ws_news *news, size_t n)
             memcpy(lp->signals + lp->nsignals, news, n * sizeof *news);
             lp->nsignals += n;
         }
+        if (lp->nsignals >= WS_WAITING_WAKE) loop_wake(lp);
+        pthread_mutex_unlock(&lp->mu);
+    }
+    uint64_t mask = signal_loops(h, news, n);
+    for (int i = 0; i < h->nloops; i++) {
+        if (!(mask & ((uint64_t)1 << (i % 64)))) continue;
+        ws_loop *lp = &h->loops[i];
+        pthread_mutex_lock(&lp->mu);
         loop_wake(lp);
         pthread_mutex_unlock(&lp->mu);
     }
 }
 
+/* Applied by its loop before the news it goes with (on_loop_message), so
+ * it wakes no one by itself: the news that follows wakes the loop if
+ * another connection there needs it (signal_loops reads the record). */
 void ws_hub_told(ws_hub *h, int64_t user_id, uint64_t token, int64_t seq)
 {
+    pthread_mutex_lock(&h->mu);
+    ws_user *u = h->users_cap ? *users_slot(h, user_id, false) : NULL;
+    if (u && u != &ws_tomb && (u->told_token != token || seq > u->told_seq)) {
+        u->told_token = token;
+        u->told_seq = seq;
+    }
+    pthread_mutex_unlock(&h->mu);
     ws_loop *lp = &h->loops[token % (uint64_t)h->nloops];
     pthread_mutex_lock(&lp->mu);
     if (lp->ntold == lp->told_cap) {
         ws_told *grown = base_grow(lp->told, sizeof *grown, &lp->told_cap);
         if (grown) lp->told = grown;
     }
-    if (lp->ntold < lp->told_cap) { /* out of memory: the device just gets its frame */
+    if (lp->ntold < lp->told_cap) /* out of memory: the device just gets its frame */
         lp->told[lp->ntold++] = (ws_told){.user_id = user_id, .seq = seq, .token = token};
-        loop_wake(lp);
-    }
+    if (lp->ntold >= WS_WAITING_WAKE) loop_wake(lp);
     pthread_mutex_unlock(&lp->mu);
 }
 
@@ -697,7 +758,7 @@ void ws_hub_send_user(ws_hub *h, int64_t user_id, const char *text, size_t len)
     pthread_mutex_lock(&h->mu);
     ws_user *u = h->users_cap ? *users_slot(h, user_id, false) : NULL;
     for (int i = 0; u && i < u->n; i++) {
-        on[(u->conns[i] % (uint64_t)h->nloops) % 64] = true;
+        on[(u->conns[i].id % (uint64_t)h->nloops) % 64] = true;
         any = true;
     }
     pthread_mutex_unlock(&h->mu);

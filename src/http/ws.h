@@ -11,10 +11,12 @@
  *     connections for -- the highest number signalled, or "not known" when
  *     any signal for the user was -- and the domain (the chat gateway)
  *     sends the frames, reading the numbers not known. A burst of changes
- *     thus gives one frame. A connection never gets a frame of a number
- *     at or below one it was already sent or told (hello, ws_hub_told), so
- *     signals that cross on their way here (two nodes' writers) never
- *     leave a stale frame last.
+ *     thus gives one frame. Only the loops with a connection of the
+ *     users that does not know the news yet are woken for it; the others
+ *     drop it when they next wake. A connection never gets a frame of a
+ *     number at or below one it was already sent or told (hello,
+ *     ws_hub_told), so signals that cross on their way here (two nodes'
+ *     writers) never leave a stale frame last.
  *   - ws_hub_send_user(user, text): a frame for every connection of the
  *     user on this node (a fired reminder).
  * The hub pings every connection every ping_ms and closes one that has
@@ -86,8 +88,10 @@ int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, uint64_t token, cons
 void ws_hub_signal(ws_hub *h, const ws_news *news, size_t n);
 /* The connection token of user_id already knows the user's number seq
  * (the device was told in an HTTP answer): ws_hub_send_local skips it
- * for a frame of that number or below. Call before the ws_hub_signal of
- * the same change. A token of another user's connection does nothing. */
+ * for a frame of that number or below, and ws_hub_signal wakes no loop
+ * for it (a 1:1 message from a user's one device wakes the receiver's
+ * loop alone). Call before the ws_hub_signal of the same change. A token
+ * of another user's connection does nothing. */
 void ws_hub_told(ws_hub *h, int64_t user_id, uint64_t token, int64_t seq);
 void ws_hub_send_user(ws_hub *h, int64_t user_id, const char *text, size_t len);
 

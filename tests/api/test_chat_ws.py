@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -130,6 +131,46 @@ class TestGateway(ServerTest):
                          {"type": "sync", "seq": known + 1, "unread": 1})
         mine.close()
         other.close()
+
+    def test_devices_that_open_during_a_stream_end_current(self):
+        """A loop is woken only for news a connection there does not know
+        (ws_hub_signal), so a connection that opens while the news comes
+        must find it anyway: devices of the receiver and of the sender
+        open one after another while the sender's one device sends from
+        its named connection; each ends at the final number, by its hello
+        or a frame, and the named connection still hears nothing of its
+        own messages."""
+        (a, ta), (b, tb) = self.server.new_user(), self.server.new_user()
+        conv = self.server.post("/v1/conversations", {"type": "direct", "user": b["id"]}, token=ta).json["id"]
+        mine = self.server.ws(ta)
+        hello = json.loads(mine.recv())
+        n = 60
+        done = threading.Event()
+
+        def send():
+            for i in range(n):
+                r = self.server.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": str(i), "text": "x"},
+                                     token=ta, headers={"Chime-Connection": hello["connection"]})
+                self.assertEqual(r.status, 201, r)
+            done.set()
+        sender = threading.Thread(target=send)
+        sender.start()
+        opened = []
+        while not done.is_set() or len(opened) < 4:
+            for tok in (ta, tb):
+                ws = self.server.ws(tok)
+                opened.append((tok, ws, json.loads(ws.recv())["seq"]))
+            time.sleep(0.02)
+        sender.join(30)
+        final = {ta: hello["seq"] + n, tb: 1 + n}  # b: the conversation, then the messages
+        for tok, ws, seq in opened:
+            if seq < final[tok]:
+                got = frames(ws, lambda f: f.get("seq") == final[tok], timeout=3)
+                seq = got[-1]["seq"] if got else seq
+            self.assertEqual(seq, final[tok], "a device that opened mid-stream was left behind")
+            ws.close()
+        self.assertEqual(frames(mine, timeout=0.5), [])
+        mine.close()
 
     def test_connection_of_another_user_changes_nothing(self):
         (a, ta), (b, tb) = self.server.new_user(), self.server.new_user()
