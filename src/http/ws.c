@@ -732,6 +732,17 @@ void ws_hub_signal(ws_hub *h, const ws_news *news, size_t n)
  * another connection there needs it (signal_loops reads the record). */
 void ws_hub_told(ws_hub *h, int64_t user_id, uint64_t token, int64_t seq)
 {
+    ws_loop *lp = &h->loops[token % (uint64_t)h->nloops];
+    pthread_mutex_lock(&lp->mu);
+    if (lp->ntold == lp->told_cap) {
+        ws_told *grown = base_grow(lp->told, sizeof *grown, &lp->told_cap);
+        if (grown) lp->told = grown;
+    }
+    bool listed = lp->ntold < lp->told_cap; /* out of memory: the device just gets its frame */
+    if (listed) lp->told[lp->ntold++] = (ws_told){.user_id = user_id, .seq = seq, .token = token};
+    if (lp->ntold >= WS_WAITING_WAKE) loop_wake(lp);
+    pthread_mutex_unlock(&lp->mu);
+    if (!listed) return;
     pthread_mutex_lock(&h->mu);
     ws_user *u = h->users_cap ? *users_slot(h, user_id, false) : NULL;
     if (u && u != &ws_tomb && (u->told_token != token || seq > u->told_seq)) {
@@ -739,16 +750,6 @@ void ws_hub_told(ws_hub *h, int64_t user_id, uint64_t token, int64_t seq)
         u->told_seq = seq;
     }
     pthread_mutex_unlock(&h->mu);
-    ws_loop *lp = &h->loops[token % (uint64_t)h->nloops];
-    pthread_mutex_lock(&lp->mu);
-    if (lp->ntold == lp->told_cap) {
-        ws_told *grown = base_grow(lp->told, sizeof *grown, &lp->told_cap);
-        if (grown) lp->told = grown;
-    }
-    if (lp->ntold < lp->told_cap) /* out of memory: the device just gets its frame */
-        lp->told[lp->ntold++] = (ws_told){.user_id = user_id, .seq = seq, .token = token};
-    if (lp->ntold >= WS_WAITING_WAKE) loop_wake(lp);
-    pthread_mutex_unlock(&lp->mu);
 }
 
 void ws_hub_send_user(ws_hub *h, int64_t user_id, const char *text, size_t len)
