@@ -88,6 +88,24 @@ def run_all(threads, timeout):
         t.join(timeout)
 
 
+def hold_sqlite_write_lock(test, db, seconds):
+    """Another connection holds the SQLite file's write lock for seconds;
+    returns its thread once the lock is held."""
+    held = threading.Event()
+
+    def hold():
+        con = sqlite3.connect(db[len("sqlite:"):], timeout=10, isolation_level=None)
+        con.execute("BEGIN IMMEDIATE")
+        held.set()
+        time.sleep(seconds)
+        con.execute("COMMIT")
+        con.close()
+    holder = threading.Thread(target=hold)
+    holder.start()
+    test.assertTrue(held.wait(10))
+    return holder
+
+
 class HotBase(ServerTest):
     def post(self, tok, text="hello", server=None):
         r = (server or self.server).post("/v1/posts", {"text": text}, token=tok)
@@ -241,17 +259,7 @@ class TestActions(HotBase):
         self.assertEqual(self.server.request("PUT", "/v1/posts/%s/like" % pid, token=ta).status, 200)
         db = self.server.db
         if db.startswith("sqlite:"):
-            def hold():
-                con = sqlite3.connect(db[len("sqlite:"):], timeout=10, isolation_level=None)
-                con.execute("BEGIN IMMEDIATE")
-                held.set()
-                time.sleep(8)
-                con.execute("COMMIT")
-                con.close()
-            held = threading.Event()
-            holder = threading.Thread(target=hold)
-            holder.start()
-            self.assertTrue(held.wait(10))
+            holder = hold_sqlite_write_lock(self, db, 8)
         else:
             # A table lock, not a row lock: a row lock takes a transaction
             # id, which holds back the whole cluster's snapshot xmin, and
@@ -299,18 +307,7 @@ class TestActions(HotBase):
                         for t, ops in (("hot_views", ("INSERT", "UPDATE")), ("hot_likes", ("INSERT", "DELETE")),
                                        ("hot_counts", ("INSERT", "UPDATE"))) for op in ops))
             con.close()
-
-            def hold():
-                c = sqlite3.connect(db[len("sqlite:"):], timeout=10, isolation_level=None)
-                c.execute("BEGIN IMMEDIATE")
-                held.set()
-                time.sleep(3)
-                c.execute("COMMIT")
-                c.close()
-            held = threading.Event()
-            holder = threading.Thread(target=hold)
-            holder.start()
-            self.assertTrue(held.wait(10))
+            holder = hold_sqlite_write_lock(self, db, 3)
         else:
             sql(db, "CREATE TABLE test_order (n BIGSERIAL PRIMARY KEY, tbl TEXT, post_id BIGINT, user_id BIGINT); "
                     "CREATE FUNCTION test_order_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
