@@ -28,7 +28,9 @@
  * is closed with 1009, a binary one with 1008, as is one on_text refuses.
  *
  * Memory per idle connection is what h2o and wslay need (about 9 KB,
- * most of it wslay's two fixed 4 KB buffers) plus this hub's 96 bytes. */
+ * most of it wslay's two fixed 4 KB buffers) plus this hub's 96 bytes,
+ * and about 200 bytes a user in its registry of users (with the default
+ * cap of 10 connections a user). */
 #ifndef CHIME_HTTP_WS_H
 #define CHIME_HTTP_WS_H
 
