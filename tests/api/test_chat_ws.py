@@ -152,11 +152,12 @@ class TestGateway(ServerTest):
                 r = self.server.post("/v1/conversations/%s/messages" % conv, {"client_msg_id": str(i), "text": "x"},
                                      token=ta, headers={"Chime-Connection": hello["connection"]})
                 self.assertEqual(r.status, 201, r)
+                time.sleep(0.005)  # a stream longer than the opening of the devices below
             done.set()
         sender = threading.Thread(target=send)
         sender.start()
-        opened = []
-        while not done.is_set() or len(opened) < 4:
+        opened = []  # at most 8 a user: with mine, under the cap of 10 (the oldest, mine, would be closed)
+        while (not done.is_set() and len(opened) < 16) or len(opened) < 4:
             for tok in (ta, tb):
                 ws = self.server.ws(tok)
                 opened.append((tok, ws, json.loads(ws.recv())["seq"]))
