@@ -672,6 +672,21 @@ int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, uint64_t token, cons
     return 0;
 }
 
+/* Under h->mu: the loops with a connection of the user that does not
+ * know its number seq yet (seq <= 0: any connection), a bit a loop
+ * (past 64 loops, every one). */
+static uint64_t user_loops(ws_hub *h, int64_t user_id, int64_t seq)
+{
+    ws_user *u = h->users_cap ? *users_slot(h, user_id, false) : NULL;
+    if (u && h->nloops > 64) return ~(uint64_t)0;
+    uint64_t mask = 0;
+    for (int k = 0; u && k < u->n; k++) {
+        bool knows = seq > 0 && u->conns[k].token == u->told_token && seq <= u->told_seq;
+        if (!knows) mask |= (uint64_t)1 << (u->conns[k].id % (uint64_t)h->nloops);
+    }
+    return mask;
+}
+
 /* Which loops have a connection of the news' users that does not know
  * the news yet: a bit a loop (every loop past 64). The sender's own
  * connection knows its message's number from the 201 (ws_hub_told), so
@@ -679,16 +694,9 @@ int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, uint64_t token, cons
  * alone, and news of users with no connection here wakes none. */
 static uint64_t signal_loops(ws_hub *h, const ws_news *news, size_t n)
 {
-    if (h->nloops > 64) return ~(uint64_t)0;
     uint64_t mask = 0;
     pthread_mutex_lock(&h->mu);
-    for (size_t i = 0; i < n && h->users_cap; i++) {
-        ws_user *u = *users_slot(h, news[i].user_id, false);
-        for (int k = 0; u && k < u->n; k++) {
-            bool knows = news[i].seq > 0 && u->conns[k].token == u->told_token && news[i].seq <= u->told_seq;
-            if (!knows) mask |= (uint64_t)1 << (u->conns[k].id % (uint64_t)h->nloops);
-        }
-    }
+    for (size_t i = 0; i < n; i++) mask |= user_loops(h, news[i].user_id, news[i].seq);
     pthread_mutex_unlock(&h->mu);
     return mask;
 }
@@ -745,7 +753,7 @@ void ws_hub_told(ws_hub *h, int64_t user_id, uint64_t token, int64_t seq)
     if (!listed) return;
     pthread_mutex_lock(&h->mu);
     ws_user *u = h->users_cap ? *users_slot(h, user_id, false) : NULL;
-    if (u && u != &ws_tomb && (u->told_token != token || seq > u->told_seq)) {
+    if (u && (u->told_token != token || seq > u->told_seq)) {
         u->told_token = token;
         u->told_seq = seq;
     }
@@ -754,17 +762,11 @@ void ws_hub_told(ws_hub *h, int64_t user_id, uint64_t token, int64_t seq)
 
 void ws_hub_send_user(ws_hub *h, int64_t user_id, const char *text, size_t len)
 {
-    bool on[64] = {0}; /* which loops have the user (more loops: all) */
-    bool any = false;
     pthread_mutex_lock(&h->mu);
-    ws_user *u = h->users_cap ? *users_slot(h, user_id, false) : NULL;
-    for (int i = 0; u && i < u->n; i++) {
-        on[(u->conns[i].id % (uint64_t)h->nloops) % 64] = true;
-        any = true;
-    }
+    uint64_t on = user_loops(h, user_id, 0);
     pthread_mutex_unlock(&h->mu);
-    for (int i = 0; any && i < h->nloops; i++) {
-        if (!on[i % 64]) continue;
+    for (int i = 0; on && i < h->nloops; i++) {
+        if (!(on & ((uint64_t)1 << (i % 64)))) continue;
         ws_frame *f = malloc(sizeof *f + len + 1);
         if (!f) return;
         f->next = NULL;
