@@ -76,31 +76,64 @@ def cpu_s(pid):
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def procs_cpu():
+    """CPU seconds of every process now, by pid: (name, seconds)."""
+    out = {}
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            name, rest = open("/proc/%s/stat" % p).read().rsplit(")", 1)
+            f = rest.split()
+            out[int(p)] = (name.split("(", 1)[1], (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK"))
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def others_cpu(a, b, skip):
+    """What the machine's other processes (not skip's pids, not this
+    script, not the load client) took between two procs_cpu(): by name,
+    seconds, largest first. On the development guests this is where the
+    noise shows: the sandbox's agent (pid 1, process_api, its threads at
+    nice -10) takes 5-15 ms of one core about once a second."""
+    d = {}
+    for pid, (name, t) in b.items():
+        if pid in skip or pid == os.getpid() or name == "chatload":
+            continue
+        dt = t - a.get(pid, (name, 0.0))[1]
+        if dt > 0:
+            d[name] = d.get(name, 0.0) + dt
+    return sorted(((round(v, 2), k) for k, v in d.items()), reverse=True)
+
+
 def nfds(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
 
 def sched(pid):
-    """Per thread name: [ms on a CPU, ms runnable but waiting for one]
-    (/proc/PID/task/*/schedstat), summed over the threads of that name."""
+    """Per thread name: [ms on a CPU, ms runnable but waiting for one,
+    times run] (/proc/PID/task/*/schedstat), summed over the threads of
+    that name."""
     out = {}
     for t in os.listdir("/proc/%d/task" % pid):
         try:
             name = open("/proc/%d/task/%s/comm" % (pid, t)).read().strip()
-            run, wait = [int(x) for x in open("/proc/%d/task/%s/schedstat" % (pid, t)).read().split()[:2]]
+            run, wait, slices = [int(x) for x in open("/proc/%d/task/%s/schedstat" % (pid, t)).read().split()[:3]]
         except (OSError, ValueError):
             continue
         name = re.sub(r"^\d+_", "", name)  # beam's 1_scheduler, 2_scheduler...
-        o = out.setdefault(name, [0, 0])
+        o = out.setdefault(name, [0, 0, 0])
         o[0] += run / 1e6
         o[1] += wait / 1e6
+        o[2] += slices
     return out
 
 
 def sched_delta(a, b):
-    d = {k: [round(v[0] - a.get(k, [0, 0])[0]), round(v[1] - a.get(k, [0, 0])[1])] for k, v in b.items()}
+    d = {k: [round(v[i] - a.get(k, [0, 0, 0])[i]) for i in range(3)] for k, v in b.items()}
     d = {k: v for k, v in d.items() if v[0] + v[1] >= 5}
-    d["all"] = [sum(v[0] for v in d.values()), sum(v[1] for v in d.values())]
+    d["all"] = [sum(v[i] for v in d.values()) for i in range(3)]
     return d
 
 
@@ -378,10 +411,10 @@ def run_load(srv, d, mode, extra, timeout, others=()):
     for p in paused:
         os.kill(p, signal.SIGSTOP)
     try:
-        l0, c0, t0, s0 = loadavg(), cpu_s(srv.pid), time.time(), sched(srv.pid)
+        l0, c0, t0, s0, p0 = loadavg(), cpu_s(srv.pid), time.time(), sched(srv.pid), procs_cpu()
         u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         r = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
-        s1, u1 = sched(srv.pid), resource.getrusage(resource.RUSAGE_CHILDREN)
+        s1, u1, p1 = sched(srv.pid), resource.getrusage(resource.RUSAGE_CHILDREN), procs_cpu()
     finally:
         for p in paused:
             os.kill(p, signal.SIGCONT)
@@ -394,7 +427,8 @@ def run_load(srv, d, mode, extra, timeout, others=()):
     res["wall_s"] = round(time.time() - t0, 1)
     res["load_before"], res["load_after"] = l0, loadavg()
     res["server"] = srv.name
-    res["sched_ms"] = sched_delta(s0, s1)  # per thread name: [on CPU, waiting for a CPU]
+    res["sched_ms"] = sched_delta(s0, s1)  # per thread name: [on CPU, waiting for a CPU, times run]
+    res["others_cpu_s"] = others_cpu(p0, p1, {srv.pid})[:3]
     if a0 is not None:
         res["archived_rows"] = archived(srv) - a0
     print(json.dumps(res), flush=True)
@@ -675,12 +709,15 @@ def report(info, results, a):
                           r["probe_ready"], r["probe_wanted"], r["probe_server_cpu_s"])) if "probe_ready" in r else "",
                       r["rss_base_kb"], r["rss_after_kb"], r["kb_per_conn"], " ".join(r["load_after"])))
         elif "sched_ms" in r:
-            top = sorted(((v[1], k, v[0]) for k, v in r["sched_ms"].items() if k != "all"), reverse=True)[:3]
+            top = sorted(((v[1], k, v[0], v[2]) for k, v in r["sched_ms"].items() if k != "all"), reverse=True)[:3]
             print("%s %s%s: server CPU %.1f s, client CPU %.1f s in %.0f s%s; threads waiting for a CPU: %s; load %s" % (
                 r["server"], r["mode"], (" %g/s" % r["rate"]) if "rate" in r else "", r["server_cpu_s"],
                 r.get("client_cpu_s", -1), r["wall_s"],
                 ("; %d rows archived" % r["archived_rows"]) if "archived_rows" in r else "",
-                ", ".join("%s %d ms (on CPU %d ms)" % (k, w, c) for w, k, c in top), " ".join(r["load_after"])))
+                ", ".join("%s %d ms (on CPU %d ms, run %d times)" % (k, w, c, n) for w, k, c, n in top),
+                " ".join(r["load_after"])))
+            if r.get("others_cpu_s"):
+                print("  other processes' CPU meanwhile: %s" % ", ".join("%s %.2f s" % (k, v) for v, k in r["others_cpu_s"]))
     print()
     print("| measure | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))
