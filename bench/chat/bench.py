@@ -71,9 +71,15 @@ def rss_kb(pid):
     return 0
 
 
+def proc_stat(pid):
+    """A process's name and CPU seconds so far (/proc/PID/stat)."""
+    head, rest = open("/proc/%s/stat" % pid).read().rsplit(")", 1)
+    f = rest.split()
+    return head.split("(", 1)[1], (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_s(pid):
-    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    return proc_stat(pid)[1]
 
 
 def procs_cpu():
@@ -83,9 +89,7 @@ def procs_cpu():
         if not p.isdigit():
             continue
         try:
-            name, rest = open("/proc/%s/stat" % p).read().rsplit(")", 1)
-            f = rest.split()
-            out[int(p)] = (name.split("(", 1)[1], (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK"))
+            out[int(p)] = proc_stat(p)
         except (OSError, IndexError, ValueError):
             continue
     return out

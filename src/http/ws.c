@@ -593,10 +593,23 @@ void ws_hub_free(ws_hub *h)
     free(h);
 }
 
+/* The loop of a connection id or token (ws_hub_token puts it there). */
+static int loop_index(const ws_hub *h, uint64_t id)
+{
+    return (int)(id % (uint64_t)h->nloops);
+}
+
+/* A loop's bit in a mask of loops (past 64 loops, bits are shared: a
+ * mask then wakes more loops than it must, never fewer). */
+static uint64_t loop_bit(int i)
+{
+    return (uint64_t)1 << (i % 64);
+}
+
 /* Queues the close of an older connection of a user over the cap. */
 static void evict(ws_hub *h, uint64_t id)
 {
-    ws_loop *lp = &h->loops[id % (uint64_t)h->nloops];
+    ws_loop *lp = &h->loops[loop_index(h, id)];
     pthread_mutex_lock(&lp->mu);
     uint64_t *grown = lp->nkills < lp->kills_cap ? lp->kills : base_grow(lp->kills, sizeof *grown, &lp->kills_cap);
     if (grown) {
@@ -673,22 +686,20 @@ int ws_hub_upgrade(ws_hub *h, http_req *r, int64_t user_id, uint64_t token, cons
 }
 
 /* Under h->mu: the loops with a connection of the user that does not
- * know its number seq yet (seq <= 0: any connection), a bit a loop
- * (past 64 loops, every one). */
+ * know its number seq yet (seq <= 0: any connection), as loop_bits. */
 static uint64_t user_loops(ws_hub *h, int64_t user_id, int64_t seq)
 {
     ws_user *u = h->users_cap ? *users_slot(h, user_id, false) : NULL;
-    if (u && h->nloops > 64) return ~(uint64_t)0;
     uint64_t mask = 0;
     for (int k = 0; u && k < u->n; k++) {
         bool knows = seq > 0 && u->conns[k].token == u->told_token && seq <= u->told_seq;
-        if (!knows) mask |= (uint64_t)1 << (u->conns[k].id % (uint64_t)h->nloops);
+        if (!knows) mask |= loop_bit(loop_index(h, u->conns[k].id));
     }
     return mask;
 }
 
 /* Which loops have a connection of the news' users that does not know
- * the news yet: a bit a loop (every loop past 64). The sender's own
+ * the news yet, as loop_bits. The sender's own
  * connection knows its message's number from the 201 (ws_hub_told), so
  * a 1:1 message from a user's one device wakes the receiver's loop
  * alone, and news of users with no connection here wakes none. */
@@ -727,7 +738,7 @@ void ws_hub_signal(ws_hub *h, const ws_news *news, size_t n)
     }
     uint64_t mask = signal_loops(h, news, n);
     for (int i = 0; i < h->nloops; i++) {
-        if (!(mask & ((uint64_t)1 << (i % 64)))) continue;
+        if (!(mask & loop_bit(i))) continue;
         ws_loop *lp = &h->loops[i];
         pthread_mutex_lock(&lp->mu);
         loop_wake(lp);
@@ -740,7 +751,7 @@ void ws_hub_signal(ws_hub *h, const ws_news *news, size_t n)
  * another connection there needs it (signal_loops reads the record). */
 void ws_hub_told(ws_hub *h, int64_t user_id, uint64_t token, int64_t seq)
 {
-    ws_loop *lp = &h->loops[token % (uint64_t)h->nloops];
+    ws_loop *lp = &h->loops[loop_index(h, token)];
     pthread_mutex_lock(&lp->mu);
     if (lp->ntold == lp->told_cap) {
         ws_told *grown = base_grow(lp->told, sizeof *grown, &lp->told_cap);
@@ -766,7 +777,7 @@ void ws_hub_send_user(ws_hub *h, int64_t user_id, const char *text, size_t len)
     uint64_t on = user_loops(h, user_id, 0);
     pthread_mutex_unlock(&h->mu);
     for (int i = 0; on && i < h->nloops; i++) {
-        if (!(on & ((uint64_t)1 << (i % 64)))) continue;
+        if (!(on & loop_bit(i))) continue;
         ws_frame *f = malloc(sizeof *f + len + 1);
         if (!f) return;
         f->next = NULL;
