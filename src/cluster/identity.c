@@ -146,6 +146,11 @@ void node_identity_release(node_identity *n)
 {
     if (!n) return;
     if (n->fd >= 0) close(n->fd);
+    /* Unlocked before the close: a closed connection's backend lets its
+     * locks go only when it exits, a moment later, and a claim of the same
+     * id meanwhile (a quick restart) would find it held. A failure here
+     * leaves that moment, nothing worse. */
+    if (n->conn) store_exec(n->conn, "SELECT pg_advisory_unlock_all()");
     if (n->conn) store_close(n->conn);
     free(n);
 }
